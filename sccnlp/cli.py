@@ -1,0 +1,46 @@
+"""`sccnlp` command line: one sub-command per module in `sccnlp.commands`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from sccnlp.errors import SccError
+
+# Sub-command modules, in the order `sccnlp --help` lists them. Each has `register(subparsers)` that adds its
+# parser and sets `func` (a callable taking the parsed namespace and returning an exit code).
+COMMANDS = ("up", "testbed", "deploy", "validate", "train", "bench", "monitor", "discover")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sccnlp", description=__doc__)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"sccnlp.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"sccnlp.commands.{name}":
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except SccError as exc:
+        print(f"sccnlp: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("sccnlp: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

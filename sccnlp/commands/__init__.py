@@ -1,0 +1,1 @@
+"""Sub-commands of the `sccnlp` CLI: one module each, exposing `register(subparsers)`."""

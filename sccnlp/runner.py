@@ -86,14 +86,14 @@ def run_playbook(
     stream: TextIO | None = None,
     envvars: dict[str, str] | None = None,
 ) -> RunResult:
-    """Run `playbooks/<name>.yml` against `inventory` and return a per-host summary."""
+    """Run `playbooks/<name>.yml` (or a playbook path ending in .yml) against `inventory`; summarise per host."""
     try:
         import ansible_runner
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise SccError("ansible-runner is not installed: pip install 'sccnlp[controller]'") from exc
 
     stream = stream or sys.stdout
-    book = playbook(name)
+    book = Path(name) if name.endswith((".yml", ".yaml")) else playbook(name)
     if not book.exists():
         raise SccError(f"no playbook {book}: is SCCNLP_COLLECTION pointing at the collection root?")
     inv = Path(inventory)

@@ -1,0 +1,33 @@
+# Entry points. `make demo` and `make test` work on a fresh Debian 12 machine as root (see README).
+SHELL := /bin/bash
+VENV := .venv
+BIN := $(VENV)/bin
+export SCCNLP_COLLECTIONS_PATH ?= /tmp/sccnlp-collections-$(shell id -u)
+export ANSIBLE_COLLECTIONS_PATH := $(SCCNLP_COLLECTIONS_PATH)
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: bootstrap demo test lint unit integration molecule clean
+
+bootstrap:
+	./scripts/bootstrap.sh
+
+## The main job on the built-in local test cluster: test bed up, deploy, validate, a short BERT run.
+demo: bootstrap
+	$(BIN)/sccnlp up
+
+## Everything CI runs: lint, unit tests, loopback integration tests, the 3-node cluster scenario.
+test: bootstrap
+	./scripts/test.sh
+
+lint: bootstrap
+	./scripts/test.sh lint
+
+unit: bootstrap
+	./scripts/test.sh unit
+
+molecule: bootstrap
+	./scripts/test.sh molecule
+
+clean:
+	-$(BIN)/sccnlp testbed down
+	rm -rf $(VENV) .tox .pytest_cache .ruff_cache

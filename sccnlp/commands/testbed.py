@@ -1,0 +1,72 @@
+"""`sccnlp testbed up|down|status|inventory`: the local test cluster."""
+
+from __future__ import annotations
+
+import argparse
+
+from sccnlp.testbed import cluster
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("testbed", help="the local Docker test cluster (Debian 12 nodes, GlusterFS, sshd)")
+    tsub = parser.add_subparsers(dest="testbed_command", metavar="ACTION")
+    tsub.required = True
+
+    up = tsub.add_parser("up", help="build the node image if needed and start the nodes; writes an inventory")
+    up.add_argument("--name", default="scc-tb", help="test bed name (container prefix) [%(default)s]")
+    up.add_argument("--nodes", type=int, default=3, help="number of nodes [%(default)s]")
+    up.add_argument("--subnet", default="10.88.0.0/24", help="private network of the nodes [%(default)s]")
+    up.add_argument("--wheel-dir", default="/opt/wheels",
+                    help="controller wheel directory mounted read-only into the nodes [%(default)s]")
+    up.add_argument("--no-storage", action="store_true", help="do not serve the GlusterFS volume")
+    up.set_defaults(func=_up)
+
+    down = tsub.add_parser("down", help="remove the nodes, their network and the test bed's state")
+    down.add_argument("--name", default="scc-tb")
+    down.set_defaults(func=_down)
+
+    st = tsub.add_parser("status", help="show the nodes, their state and whether SSH answers")
+    st.add_argument("--name", default="scc-tb")
+    st.set_defaults(func=_status)
+
+    img = tsub.add_parser("image", help="build the node image (debootstrap + import) unless cached")
+    img.add_argument("--force", action="store_true", help="rebuild even if the recipe's image exists")
+    img.set_defaults(func=_image)
+
+    inv = tsub.add_parser("inventory", help="print the path of the test bed's inventory")
+    inv.add_argument("--name", default="scc-tb")
+    inv.set_defaults(func=_inventory)
+
+
+def _up(args: argparse.Namespace) -> int:
+    spec = cluster.TestbedSpec(name=args.name, nodes=args.nodes, subnet=args.subnet, wheel_dir=args.wheel_dir)
+    tb = cluster.up(spec, storage=not args.no_storage)
+    print(tb.inventory)
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    cluster.down(args.name)
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    rows = cluster.status(args.name)
+    print(f"{'node':<8} {'container':<18} {'ip':<14} {'state':<10} ssh")
+    for r in rows:
+        print(f"{r['node']:<8} {r['container']:<18} {r['ip']:<14} {r['state']:<10} {r['ssh']}")
+    return 0 if all(r["state"] == "running" and r["ssh"] == "ok" for r in rows) else 1
+
+
+def _image(args: argparse.Namespace) -> int:
+    from sccnlp.testbed.docker import ensure_daemon
+    from sccnlp.testbed.image import build_image
+
+    ensure_daemon()
+    print(build_image(force=args.force))
+    return 0
+
+
+def _inventory(args: argparse.Namespace) -> int:
+    print(cluster.Testbed.load(args.name).inventory)
+    return 0

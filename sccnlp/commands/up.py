@@ -1,0 +1,55 @@
+"""`sccnlp up`: the main job on the built-in local test cluster — test bed up, deploy, validate, a short BERT run."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import time
+
+from sccnlp.errors import SccError
+from sccnlp.runner import print_summary, run_playbook
+from sccnlp.testbed import cluster
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("up", help="local test cluster end to end: test bed, deploy, validate, short BERT run")
+    parser.add_argument("--name", default="scc-tb", help="test bed name [%(default)s]")
+    parser.add_argument("--nodes", type=int, default=3, help="number of nodes [%(default)s]")
+    parser.add_argument("--subnet", default="10.88.0.0/24", help="private network of the nodes [%(default)s]")
+    parser.add_argument("--skip-bert", action="store_true", help="stop after validation")
+    parser.add_argument("--report-dir", default=None, help="where the validation report goes")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.set_defaults(func=run)
+
+
+def _phase(title: str) -> float:
+    print(f"\n##### {title}", flush=True)
+    return time.monotonic()
+
+
+def run(args: argparse.Namespace) -> int:
+    times: dict[str, float] = {}
+    t = _phase("test bed")
+    tb = cluster.up(cluster.TestbedSpec(name=args.name, nodes=args.nodes, subnet=args.subnet))
+    times["testbed"] = time.monotonic() - t
+
+    t = _phase("deploy (site.yml)")
+    result = run_playbook("site", tb.inventory, verbose=args.verbose)
+    print_summary(result)
+    times["deploy"] = time.monotonic() - t
+    if not result.ok:
+        raise SccError("deploy failed on: " + ", ".join(sorted(result.bad_hosts())) + " (see above)", exit_code=1)
+
+    rc = 0
+    for name, title in (("validate", "validate"), ("train", "BERT (short run)")):
+        if name == "train" and args.skip_bert:
+            continue
+        t = _phase(title)
+        module = importlib.import_module(f"sccnlp.commands.{name}")
+        rc = module.run_for_testbed(tb.inventory, args) or 0
+        times[name] = time.monotonic() - t
+        if rc:
+            break
+    print("\nTimes: " + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
+    print(f"Inventory of the test cluster: {tb.inventory}")
+    return rc

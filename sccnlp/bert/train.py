@@ -1,0 +1,493 @@
+"""BERT pretraining trainer: `python -m sccnlp.bert.train --data-dir ... --output-dir ...`, alone or under mpirun.
+
+One process per GPU (rank/size from the launcher's environment, see `sccnlp.bert.distributed`), torch.distributed
+(NCCL on GPUs, gloo on CPU) or a Horovod API (Horovod, AIACC), bf16 autocast on GPU, LAMB or fused AdamW, gradient
+accumulation, warmup + poly decay, gradient clipping, NaN/Inf detection that names the parameter, atomic checkpoints
+on shared storage with `--resume auto`, metrics as JSON lines and one stable human line per log interval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import re
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sccnlp.bert.metrics import format_line
+from sccnlp.errors import SccError
+
+ENV_KNOB_PREFIXES = ("NCCL_", "PERSEUS_", "HOROVOD_", "OMPI_MCA_", "UCX_")
+CKPT_RE = re.compile(r"^ckpt-(\d+)\.pt$")
+
+
+class NonFiniteGradient(SccError):
+    exit_code = 3
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m sccnlp.bert.train", description=__doc__.split("\n")[0])
+    p.add_argument("--data-dir", help="prepared phase directory (…/phase1_seq128) holding meta.json and shards")
+    p.add_argument("--synthetic", action="store_true", help="random full-length data of the same shapes (benchmarks)")
+    p.add_argument("--seq-len", type=int, default=128, help="with --synthetic (real data: from meta.json)")
+    p.add_argument("--max-pred", type=int, default=0, help="with --synthetic; 0 = 20 at seq 128, 80 at 512")
+    p.add_argument("--output-dir", help="checkpoints and metrics.jsonl (shared storage for multi-node resume)")
+    p.add_argument("--model", default="bert-large", help="bert-tiny, bert-base or bert-large")
+    p.add_argument("--vocab-size", type=int, default=0,
+                   help="model vocabulary rows; 0 = from meta.json (rounded up to a multiple of 64)")
+    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--attn-dropout", type=float, default=None,
+                   help="dropout on attention probabilities (default: --dropout); 0 keeps flash attention lean")
+    p.add_argument("--batch-size", type=int, default=64, help="sequences per GPU per micro-step")
+    p.add_argument("--global-batch-size", type=int, default=0,
+                   help="sequences per optimizer step over all ranks; sets the accumulation steps and must be a "
+                        "multiple of batch-size x ranks (0 = batch-size x ranks x --accum-steps)")
+    p.add_argument("--accum-steps", type=int, default=1)
+    p.add_argument("--steps", type=int, default=1000, help="optimizer steps in total")
+    p.add_argument("--optimizer", default="lamb", choices=("lamb", "adamw"))
+    p.add_argument("--lr", type=float, default=6e-3)
+    p.add_argument("--weight-decay", type=float, default=0.01)
+    p.add_argument("--warmup", type=float, default=0.2843, help="warmup steps, or a fraction of --steps if < 1")
+    p.add_argument("--poly-power", type=float, default=0.5)
+    p.add_argument("--max-grad-norm", type=float, default=1.0, help="0 = no clipping")
+    p.add_argument("--nan-policy", default="stop", choices=("stop", "skip"))
+    p.add_argument("--backend", default="torch", choices=("torch", "horovod", "aiacc"))
+    p.add_argument("--precision", default="auto", choices=("auto", "bf16", "fp32"),
+                   help="auto = bf16 autocast on GPU, fp32 on CPU")
+    p.add_argument("--compile", default="auto", choices=("auto", "none", "default", "max-autotune-no-cudagraphs"),
+                   help="torch.compile mode (auto = default on GPU, none on CPU)")
+    p.add_argument("--attn", default="sdpa", choices=("sdpa", "eager"))
+    p.add_argument("--full-head", action="store_true",
+                   help="run the MLM head on every position like stock BertForPreTraining (slow; for comparison)")
+    p.add_argument("--pad-multiple", type=int, default=0,
+                   help="real data: cut padding to a multiple of this (0 = max(64, seq_len/4)); -1 = never cut")
+    p.add_argument("--log-interval", type=int, default=10)
+    p.add_argument("--ckpt-interval", type=int, default=0, help="optimizer steps between checkpoints (0 = at end)")
+    p.add_argument("--keep-checkpoints", type=int, default=3)
+    p.add_argument("--resume", default="auto", help="auto (latest ckpt-<step>.pt in --output-dir), none, or a path")
+    p.add_argument("--seed", type=int, default=12345)
+    p.add_argument("--peak-tflops", type=float, default=0.0,
+                   help="dense bf16 peak per GPU for MFU (0 = from the GPU name; unknown GPUs show mfu=n/a)")
+    p.add_argument("--log-data-ranges", action="store_true", help="every rank prints the record range it reads")
+    p.add_argument("--inject-nonfinite", default="", metavar="PARAM@STEP",
+                   help="testing aid: turn PARAM's gradient into NaN at optimizer step STEP")
+    return p
+
+
+# --------------------------------------------------------------------------------------------------- helpers
+
+
+def peak_flops(device: Any, override_tflops: float = 0.0) -> float:
+    """Dense bf16 peak per GPU from its name (sccnlp.bert.metrics); 0 when unknown or on CPU."""
+    if override_tflops:
+        return override_tflops * 1e12
+    if device.type != "cuda":
+        return 0.0
+    import torch
+
+    from sccnlp.bert.metrics import peak_flops_for
+
+    return peak_flops_for(torch.cuda.get_device_name(device))
+
+
+def latest_checkpoint(output_dir: Path) -> Path | None:
+    found = [(int(m.group(1)), f) for f in output_dir.glob("ckpt-*.pt") if (m := CKPT_RE.match(f.name))]
+    return max(found)[1] if found else None
+
+
+# --------------------------------------------------------------------------------------------------- trainer
+
+
+class Trainer:
+    """Everything one rank holds; `train_step()` is shared with the benchmark."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        import torch
+
+        from sccnlp.bert import data as bdata
+        from sccnlp.bert import model as bmodel
+        from sccnlp.bert.distributed import Comm
+        from sccnlp.bert.optim import build_optimizer, build_scheduler
+
+        self.args = args
+        self.torch = torch
+        if not args.synthetic and not args.data_dir:
+            raise SccError("no data: pass --data-dir <prepared phase directory> (or --synthetic for a benchmark)")
+        for name in ("batch_size", "steps", "accum_steps", "log_interval"):
+            if getattr(args, name) < 1:
+                raise SccError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+        bmodel.size_name(args.model)  # unknown model -> one clear line, before any process group starts
+        meta = bdata.read_meta(args.data_dir) if not args.synthetic else None  # checked before any rendezvous
+
+        self.comm = Comm(args.backend)
+        self.rank, self.world = self.comm.rank, self.comm.world_size
+        self.device = self.comm.device
+        self.is_cuda = self.device.type == "cuda"
+
+        if args.global_batch_size:
+            per_step = args.batch_size * self.world
+            if args.global_batch_size % per_step:
+                raise SccError(f"--global-batch-size {args.global_batch_size} is not a multiple of --batch-size "
+                               f"{args.batch_size} x {self.world} ranks = {per_step}: choose a global batch size "
+                               f"that is (e.g. {max(1, args.global_batch_size // per_step) * per_step}) or change "
+                               "--batch-size")
+            self.accum = args.global_batch_size // per_step
+        else:
+            self.accum = args.accum_steps
+        self.global_batch = args.batch_size * self.world * self.accum
+
+        # data
+        if meta is not None:
+            self.seq_len, self.max_pred, data_vocab = meta.seq_len, meta.max_pred, meta.vocab_size
+        else:
+            self.seq_len = args.seq_len
+            self.max_pred = args.max_pred or (20 if self.seq_len <= 128 else 80)
+            data_vocab = 30522
+        if args.vocab_size and args.vocab_size < data_vocab:
+            raise SccError(f"vocabulary size mismatch: --vocab-size {args.vocab_size} is smaller than the data's "
+                           f"vocab_size {data_vocab} ({args.data_dir}/meta.json): token ids would fall outside the "
+                           "embedding; drop --vocab-size (it then follows meta.json) or prepare the data with the "
+                           "model's vocabulary")
+        self.vocab_size = args.vocab_size or bmodel.pad_vocab(data_vocab)
+
+        seed = args.seed + 1000 * self.rank
+        random.seed(seed)
+        torch.manual_seed(seed)
+
+        self.amp = args.precision == "bf16" or (args.precision == "auto" and self.is_cuda)
+        if self.amp and not self.is_cuda:
+            raise SccError("--precision bf16 needs a GPU; this rank has none (use --precision fp32 or auto)")
+        if self.is_cuda:
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
+
+        # model
+        self.config = bmodel.build_config(args.model, self.vocab_size, self.seq_len, args.dropout, args.attn,
+                                          args.attn_dropout)
+        torch.manual_seed(args.seed)  # identical initial weights on every rank
+        with torch.device(self.device):  # initialise on the GPU: seconds instead of a minute for BERT-large
+            self.model = bmodel.build_model(self.config, full_head=args.full_head)
+        torch.manual_seed(seed)
+        self.param_names = {p: n for n, p in self.model.named_parameters()}
+        self.flops_per_token = bmodel.flops_per_token(self.config, self.seq_len)
+        self.peak = peak_flops(self.device, args.peak_tflops)
+
+        self.ddp = None
+        fwd_module: Any = self.model
+        if args.backend == "torch" and self.world > 1:
+            from torch.nn.parallel import DistributedDataParallel
+
+            self.ddp = DistributedDataParallel(self.model, device_ids=[self.device] if self.is_cuda else None,
+                                               bucket_cap_mb=100, gradient_as_bucket_view=True)
+            fwd_module = self.ddp
+        mode = args.compile if args.compile != "auto" else ("default" if self.is_cuda else "none")
+        self.compile_mode = mode
+        if mode != "none":
+            for knob in ("recompile_limit", "cache_size_limit"):
+                if hasattr(torch._dynamo.config, knob):
+                    setattr(torch._dynamo.config, knob, 64)
+            self.forward = torch.compile(fwd_module, mode=None if mode == "default" else mode, dynamic=False)
+        else:
+            self.forward = fwd_module
+
+        self.optimizer = build_optimizer(args.optimizer, self.model, args.lr, args.weight_decay, self.device)
+        if self.comm.hvd is not None:
+            hvd = self.comm.hvd
+            self.optimizer = hvd.DistributedOptimizer(self.optimizer, named_parameters=self.model.named_parameters(),
+                                                      backward_passes_per_step=self.accum)
+        self.scheduler = build_scheduler(self.optimizer, args.steps, args.warmup, args.poly_power)
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+
+        # data loader
+        if meta is not None:
+            self.shards = bdata.ShardSet(args.data_dir)
+            pad = args.pad_multiple if args.pad_multiple else max(64, self.seq_len // 4)
+            self.loader: Any = bdata.RankLoader(self.shards, self.rank, self.world, args.batch_size, args.seed,
+                                                pad_multiple=max(pad, 0))
+            if args.log_data_ranges:
+                print(f"rank={self.rank} world={self.world} data_range=[{self.loader.start},{self.loader.end}) "
+                      f"records={self.loader.end - self.loader.start} total={len(self.shards)}", flush=True)
+        else:
+            self.loader = bdata.SyntheticLoader(args.batch_size, self.seq_len, self.max_pred, min(data_vocab,
+                                                self.vocab_size), self.device, seed=args.seed + self.rank)
+
+        self.step = 0
+        self.skipped = 0
+        self.output_dir = Path(args.output_dir) if args.output_dir else None
+        if self.output_dir is not None and self.rank == 0:
+            self.output_dir.mkdir(parents=True, exist_ok=True)
+        self._maybe_resume()
+        if self.comm.hvd is not None:
+            self.comm.hvd.broadcast_parameters(self.model.state_dict(), root_rank=0)
+            self.comm.hvd.broadcast_optimizer_state(self.optimizer, root_rank=0)
+        self._inject = self._parse_inject(args.inject_nonfinite)
+
+    # ---------------------------------------------------------------------------------------------- pieces
+
+    def log(self, msg: str, all_ranks: bool = False) -> None:
+        if all_ranks or self.rank == 0:
+            prefix = f"[rank {self.rank}] " if all_ranks and self.world > 1 else ""
+            print(prefix + msg, flush=True)
+
+    def _parse_inject(self, spec: str) -> tuple[str, int] | None:
+        if not spec:
+            return None
+        name, _, step = spec.rpartition("@")
+        names = set(self.param_names.values())
+        if name not in names or not step.isdigit():
+            raise SccError(f"--inject-nonfinite {spec!r}: expected PARAM@STEP with PARAM one of the model's "
+                           f"parameters (e.g. bert.encoder.layer.0.attention.self.query.weight)")
+        target = int(step)
+        param = next(p for p, n in self.param_names.items() if n == name)
+        param.register_hook(lambda g: g * float("nan") if self.step + 1 == target else g)
+        return name, target
+
+    def _to_device(self, batch: dict[str, Any]) -> dict[str, Any]:
+        if not self.is_cuda or batch["input_ids"].is_cuda:
+            return batch
+        return {k: (v.pin_memory().to(self.device, non_blocking=True) if hasattr(v, "pin_memory") else v)
+                for k, v in batch.items()}
+
+    def _autocast(self) -> Any:
+        if self.amp:
+            return self.torch.autocast("cuda", dtype=self.torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def _micro_step(self, batch: dict[str, Any], sync: bool) -> tuple[Any, Any, Any]:
+        torch = self.torch
+        batch = self._to_device(batch)
+        ids = batch["input_ids"]
+        mask = None
+        if not batch["full"]:
+            mask = (torch.arange(ids.size(1), device=ids.device)[None, :] < batch["lengths"][:, None]).long()
+        ctx = self.ddp.no_sync() if (self.ddp is not None and not sync) else contextlib.nullcontext()
+        with ctx:
+            with self._autocast():
+                loss, mlm, nsp = self.forward(ids, batch["token_type_ids"], mask, batch["mlm_positions"],
+                                              batch["mlm_labels"], batch["nsp_labels"])
+            (loss / self.accum).backward()
+        return loss.detach(), mlm, nsp
+
+    def nonfinite_params(self) -> list[str]:
+        torch = self.torch
+        return [self.param_names[p] for p in self.params
+                if p.grad is not None and not bool(torch.isfinite(p.grad).all())]
+
+    def train_step(self, batches: Sequence[dict[str, Any]]) -> tuple[Any, Any, Any, bool]:
+        """One optimizer step over `accum` micro-batches. Returns (loss, mlm, nsp) device tensors and whether the
+        step was applied (False when skipped for a non-finite gradient)."""
+        from sccnlp.bert.optim import clip_by_norm, grad_global_norm
+
+        torch = self.torch
+        losses = [self._micro_step(b, sync=(i == len(batches) - 1)) for i, b in enumerate(batches)]
+        loss = torch.stack([x[0] for x in losses]).mean()
+        mlm = torch.stack([x[1] for x in losses]).mean()
+        nsp = torch.stack([x[2] for x in losses]).mean()
+        if self.comm.hvd is not None:
+            self.optimizer.synchronize()
+        grads = [p.grad for p in self.params if p.grad is not None]
+        total = grad_global_norm(grads)
+        if not bool(torch.isfinite(total)):  # the one host sync a step; per-parameter scan only on failure
+            bad = self.nonfinite_params()
+            what = bad[0] if bad else "(no single parameter: the norm overflowed)"
+            more = f" and {len(bad) - 1} more ({', '.join(bad[1:4])}{', ...' if len(bad) > 4 else ''})" \
+                if len(bad) > 1 else ""
+            msg = (f"non-finite gradient at step {self.step + 1}: {what}{more}; loss={float(loss):.4g}")
+            if self.args.nan_policy == "stop":
+                self.log(msg + "; stopping (use --nan-policy skip to skip such steps, or lower --lr)",
+                         all_ranks=True)
+                raise NonFiniteGradient(msg)
+            self.log(msg + "; step skipped (--nan-policy skip)", all_ranks=True)
+            self.optimizer.zero_grad(set_to_none=True)
+            self.skipped += 1
+            self.step += 1
+            return loss, mlm, nsp, False
+        clip_by_norm(grads, total, self.args.max_grad_norm)
+        if self.comm.hvd is not None:
+            with self.optimizer.skip_synchronize():
+                self.optimizer.step()
+        else:
+            self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step += 1
+        return loss, mlm, nsp, True
+
+    # ---------------------------------------------------------------------------------------------- checkpoints
+
+    def _rng_state(self) -> dict[str, Any]:
+        import numpy as np
+
+        torch = self.torch
+        return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
+                "cuda": torch.cuda.get_rng_state() if self.is_cuda else None}
+
+    def _set_rng_state(self, state: dict[str, Any]) -> None:
+        import numpy as np
+
+        torch = self.torch
+        random.setstate(state["python"])
+        np.random.set_state(state["numpy"])
+        torch.set_rng_state(state["torch"])
+        if self.is_cuda and state.get("cuda") is not None:
+            torch.cuda.set_rng_state(state["cuda"])
+
+    def model_identity(self) -> dict[str, Any]:
+        return {"model": self.args.model, "vocab_size": self.vocab_size, "seq_len": self.seq_len,
+                "max_pred": self.max_pred}
+
+    def save_checkpoint(self) -> Path | None:
+        """Rank 0 writes ckpt-<step>.pt atomically (temporary file + fsync + rename); every rank sends its RNG."""
+        if self.output_dir is None:
+            return None
+        torch = self.torch
+        rngs = self.comm.all_gather_object(self._rng_state())
+        path = self.output_dir / f"ckpt-{self.step}.pt"
+        if self.rank == 0:
+            opt = self.optimizer
+            state = {"step": self.step, "skipped": self.skipped, "identity": self.model_identity(),
+                     "world_size": self.world, "global_batch": self.global_batch,
+                     "model": self.model.state_dict(), "optimizer": opt.state_dict(),
+                     "scheduler": self.scheduler.state_dict(), "data": self.loader.position_after_handed(),
+                     "rng": rngs, "args": vars(self.args)}
+            tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+            with open(tmp, "wb") as fh:
+                torch.save(state, fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+            self._prune()
+            self.log(f"saved checkpoint {path}")
+        self.comm.barrier()
+        return path
+
+    def _prune(self) -> None:
+        assert self.output_dir is not None
+        found = sorted((int(m.group(1)), f) for f in self.output_dir.glob("ckpt-*.pt") if (m := CKPT_RE.match(f.name)))
+        for _, f in found[:-self.args.keep_checkpoints] if self.args.keep_checkpoints > 0 else []:
+            f.unlink(missing_ok=True)
+
+    def _maybe_resume(self) -> None:
+        args = self.args
+        if args.resume == "none":
+            return
+        if args.resume == "auto":
+            if self.output_dir is None:
+                return
+            self.comm.barrier()
+            path = latest_checkpoint(self.output_dir) if self.output_dir.is_dir() else None
+            if path is None:
+                self.log(f"no checkpoint in {self.output_dir}: starting from step 0")
+                return
+        else:
+            path = Path(args.resume)
+            if not path.is_file():
+                raise SccError(f"--resume {path}: no such checkpoint; use --resume auto or a ckpt-<step>.pt path")
+        torch = self.torch
+        try:
+            state = torch.load(path, map_location=self.device, weights_only=False)
+        except Exception as exc:  # a truncated or foreign file
+            raise SccError(f"cannot read checkpoint {path} ({type(exc).__name__}: {exc}): delete it to resume from "
+                           "the previous one") from None
+        if state.get("identity") != self.model_identity():
+            raise SccError(f"checkpoint {path} was written for {state.get('identity')}, this run is "
+                           f"{self.model_identity()}: use another --output-dir or the same model/data settings")
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.step = int(state["step"])
+        self.skipped = int(state.get("skipped", 0))
+        if state["world_size"] == self.world:
+            self.loader.load_state_dict(state["data"])
+            self._set_rng_state(state["rng"][self.rank])
+        else:
+            self.log(f"checkpoint written by {state['world_size']} ranks, now {self.world}: data restarts at the "
+                     "beginning of this rank's slice, RNG re-seeded")
+        self.log(f"resumed from step {self.step} ({path})")
+
+    # ---------------------------------------------------------------------------------------------- loop
+
+    def _record(self, step_losses: list[tuple[Any, Any, Any]], seconds: float, steps: int) -> dict[str, Any]:
+        torch = self.torch
+        stacked = torch.stack([torch.stack(x) for x in step_losses]).float().mean(0).tolist()
+        seqs = steps * self.global_batch
+        seq_s = seqs / seconds if seconds > 0 else 0.0
+        per_gpu = seq_s / self.world
+        mfu = per_gpu * self.seq_len * self.flops_per_token / self.peak if self.peak else None
+        mem = torch.cuda.max_memory_allocated(self.device) / 2**30 if self.is_cuda else None
+        return {"step": self.step, "loss": stacked[0], "mlm": stacked[1], "nsp": stacked[2],
+                "lr": self.scheduler.get_last_lr()[0], "seq_per_s": seq_s, "seq_per_s_gpu": per_gpu, "mfu": mfu,
+                "tok_per_s": seq_s * self.seq_len, "mem_gib": mem, "skipped": self.skipped, "time": time.time(),
+                "world_size": self.world, "global_batch": self.global_batch}
+
+    def sync(self) -> None:
+        if self.is_cuda:
+            self.torch.cuda.synchronize(self.device)
+
+    def describe(self) -> str:
+        return (f"model={self.args.model} params={sum(p.numel() for p in self.params) / 1e6:.1f}M "
+                f"seq_len={self.seq_len} max_pred={self.max_pred} vocab={self.vocab_size} ranks={self.world} "
+                f"batch/gpu={self.args.batch_size} accum={self.accum} global_batch={self.global_batch} "
+                f"optimizer={self.args.optimizer} precision={'bf16' if self.amp else 'fp32'} "
+                f"compile={self.compile_mode} attn={self.args.attn} backend={self.args.backend}/"
+                f"{'nccl' if self.is_cuda else 'gloo'} device={self.device} "
+                f"data={'synthetic' if self.args.synthetic else self.args.data_dir} "
+                f"flops/token={self.flops_per_token:.3g}")
+
+    def run(self) -> int:
+        args = self.args
+        self.log(self.describe())
+        knobs = sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith(ENV_KNOB_PREFIXES))
+        if knobs:
+            self.log("env: " + " ".join(knobs))
+        metrics = self.output_dir / "metrics.jsonl" if self.output_dir is not None and self.rank == 0 else None
+        it = iter(self.loader)
+        window: list[tuple[Any, Any, Any]] = []
+        self.sync()
+        t0, window_start_step = time.perf_counter(), self.step
+        while self.step < args.steps:
+            batches = [next(it) for _ in range(self.accum)]
+            loss, mlm, nsp, _ = self.train_step(batches)
+            window.append((loss, mlm, nsp))
+            if self.step % args.log_interval == 0 or self.step == args.steps:
+                self.sync()
+                now = time.perf_counter()
+                rec = self._record(window, now - t0, self.step - window_start_step)
+                if self.rank == 0:
+                    print(format_line(rec), flush=True)
+                    if metrics is not None:
+                        with open(metrics, "a") as fh:
+                            fh.write(json.dumps(rec) + "\n")
+                window = []
+                t0, window_start_step = time.perf_counter(), self.step
+            if args.ckpt_interval and self.step % args.ckpt_interval == 0 and self.step < args.steps:
+                self.save_checkpoint()
+                t0, window_start_step = time.perf_counter(), self.step
+        if self.output_dir is not None and not (self.output_dir / f"ckpt-{self.step}.pt").exists():
+            self.save_checkpoint()
+        self.log(f"done: step={self.step} skipped={self.skipped}")
+        return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    trainer = None
+    try:
+        trainer = Trainer(args)
+        return trainer.run()
+    except SccError as exc:
+        print(f"sccnlp.bert.train: error: {exc}", file=sys.stderr, flush=True)
+        return exc.exit_code
+    finally:
+        if trainer is not None:
+            trainer.comm.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

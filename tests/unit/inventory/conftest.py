@@ -1,0 +1,40 @@
+"""Load the scc inventory plugin through Ansible's real plugin loader, from this checkout."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sccnlp.runner import _collections_path
+
+
+@pytest.fixture(scope="session")
+def collections_path() -> str:
+    return _collections_path().split(":")[0]
+
+
+@pytest.fixture(scope="session")
+def plugin_factory(collections_path: str) -> Callable[[], Any]:
+    from ansible.plugins.loader import init_plugin_loader, inventory_loader
+
+    init_plugin_loader([collections_path])
+
+    def make() -> Any:
+        plugin = inventory_loader.get("scc.nlp_training.scc")
+        assert plugin is not None, "scc.nlp_training.scc did not load"
+        return plugin
+
+    return make
+
+
+@pytest.fixture
+def write_config(tmp_path: Path) -> Callable[[str], str]:
+    def write(text: str, name: str = "test.scc.yml") -> str:
+        path = tmp_path / name
+        path.write_text("plugin: scc.nlp_training.scc\n" + text)
+        return str(path)
+
+    return write

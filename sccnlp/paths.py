@@ -13,7 +13,8 @@ def collection_root() -> Path:
     installed by ansible-galaxy, which ships this package inside it).
     """
     env = os.environ.get("SCCNLP_COLLECTION")
-    root = Path(env) if env else Path(__file__).resolve().parent.parent
+    # Absolute, because ansible-runner runs ansible-playbook from a folder of its own.
+    root = Path(env).expanduser().resolve() if env else Path(__file__).resolve().parent.parent
     return root
 
 

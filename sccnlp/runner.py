@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -12,6 +14,7 @@ from typing import Any, Callable, TextIO
 from sccnlp.errors import SccError
 from sccnlp.paths import collection_root, playbook
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _PROGRESS_EVENTS = {
     "runner_on_ok": "ok",
     "runner_on_failed": "FAILED",
@@ -93,10 +96,11 @@ def run_playbook(
         raise SccError("ansible-runner is not installed: pip install 'sccnlp[controller]'") from exc
 
     stream = stream or sys.stdout
-    book = Path(name) if name.endswith((".yml", ".yaml")) else playbook(name)
+    # ansible-runner runs ansible-playbook from its own private folder: every path it gets must be absolute.
+    book = Path(name).expanduser().resolve() if name.endswith((".yml", ".yaml")) else playbook(name)
     if not book.exists():
         raise SccError(f"no playbook {book}: is SCCNLP_COLLECTION pointing at the collection root?")
-    inv = Path(inventory)
+    inv = Path(inventory).expanduser()
     if not inv.exists():
         raise SccError(f"inventory {inv} does not exist: pass --inventory PATH (or run `sccnlp testbed up`)")
 
@@ -106,7 +110,13 @@ def run_playbook(
         "ANSIBLE_ROLES_PATH": str(collection_root() / "roles"),
         "ANSIBLE_CONFIG": str(collection_root() / "ansible.cfg"),
         "ANSIBLE_FORCE_COLOR": "0",
+        "ANSIBLE_NOCOLOR": "1",
+        # An inventory that does not parse is an error, not a silent run on zero hosts.
+        "ANSIBLE_INVENTORY_UNPARSED_FAILED": "True",
     }
+    search_path = _search_path()
+    if search_path is not None:
+        env["PATH"] = search_path
     env.update(envvars or {})
     with tempfile.TemporaryDirectory(prefix="sccnlp-runner-") as private:
         result = ansible_runner.run(
@@ -123,7 +133,50 @@ def run_playbook(
             suppress_env_files=True,
         )
         hosts = _summarise(result)
-    return RunResult(status=result.status, rc=int(result.rc or 0), hosts=hosts)
+        rc = int(result.rc or 0)
+        if not hosts:
+            # Nothing ran on any host: the playbook or the inventory was refused before the first task, or no
+            # host matched. Either way a per-host summary would say nothing; say why instead.
+            if rc != 0:
+                raise SccError(f"ansible-playbook could not run {book.name} with inventory {inv}: "
+                               f"{_ansible_error(result)}")
+            raise SccError(f"no host of inventory {inv} matched the plays of {book.name}: put the nodes in the "
+                           "group 'scc_cluster' (or set scc_cluster_group) and check --limit")
+    return RunResult(status=result.status, rc=rc, hosts=hosts)
+
+
+def _search_path() -> str | None:
+    """PATH for ansible-runner when ansible-playbook is not on it but sits next to this interpreter (a venv that
+    is used without being activated); None when PATH already finds it."""
+    if shutil.which("ansible-playbook"):
+        return None
+    venv_bin = Path(sys.executable).parent
+    if not (venv_bin / "ansible-playbook").exists():
+        raise SccError("ansible-playbook is not installed (not on PATH, not next to "
+                       f"{sys.executable}): pip install 'sccnlp[controller]'")
+    return os.pathsep.join(p for p in (str(venv_bin), os.environ.get("PATH", "")) if p)
+
+
+def _ansible_error(result: Any) -> str:
+    """The first error ansible-playbook printed (with its origin, or why the inventory did not parse), one line."""
+    try:
+        text = result.stdout.read()
+    except (OSError, ValueError, AttributeError):
+        text = ""
+    lines = [x.strip() for x in _ANSI.sub("", str(text)).splitlines()]
+    lines = [x for x in lines if x]
+    for i, line in enumerate(lines):
+        if line.startswith(("[ERROR]:", "ERROR!")):
+            if "inventory" in line.lower():
+                # The reason (the plugin's own message, with its fix) is in the warning before the error.
+                why = next((x for x in lines[:i] if "Failed to parse" in x), "")
+                if why:
+                    return _one_line("the inventory did not parse: " + why.replace("[WARNING]:", "").strip(), 700)
+            origin = next((x for x in lines[i + 1:i + 4] if x.startswith("Origin:")), "")
+            return _one_line(f"{line} {origin}".strip())
+    if lines:
+        return _one_line(lines[-1])
+    return f"exit code {int(result.rc or 0)}, status {result.status}"
 
 
 def _collections_path() -> str:
@@ -131,13 +184,17 @@ def _collections_path() -> str:
     root = collection_root()
     if root.parent.name == "scc" and root.parent.parent.name == "ansible_collections":
         return str(root.parent.parent.parent)
-    shim = Path(tempfile.gettempdir()) / f"sccnlp-collections-{os.getuid()}"
+    # The same folder scripts/link-collection.sh, the Makefile and tox use.
+    shim = Path(os.environ.get("SCCNLP_COLLECTIONS_PATH") or
+                Path(tempfile.gettempdir()) / f"sccnlp-collections-{os.getuid()}")
     link = shim / "ansible_collections" / "scc" / "nlp_training"
     link.parent.mkdir(parents=True, exist_ok=True)
     if not link.is_symlink() or link.resolve() != root.resolve():
-        if link.is_symlink():
-            link.unlink()
-        link.symlink_to(root, target_is_directory=True)
+        # Several sccnlp/pytest processes may get here at once: replace the link atomically (rename over it).
+        tmp_link = link.with_name(f".{link.name}.{os.getpid()}")
+        tmp_link.unlink(missing_ok=True)
+        tmp_link.symlink_to(root, target_is_directory=True)
+        os.replace(tmp_link, link)
     existing = os.environ.get("ANSIBLE_COLLECTIONS_PATH", "")
     return os.pathsep.join(p for p in (str(shim), existing) if p)
 
@@ -161,6 +218,10 @@ def _summarise(result: Any) -> dict[str, HostSummary]:
             hosts.setdefault(host, HostSummary()).messages.append(
                 f"{data.get('task', '')}: {_one_line(res.get('msg') or res.get('stderr') or '')}"
             )
+    for summary in hosts.values():
+        if summary.healthy:
+            # Failures a `rescue:` handled: the node finished, so they are not reasons it did not.
+            summary.messages.clear()
     return hosts
 
 

@@ -45,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
                           tags=args.tags, check=args.check, verbose=args.verbose)
     print_summary(result)
     changed = sum(h.changed for h in result.hosts.values())
-    print(f"\n{args.playbook}.yml: {'OK' if result.ok else 'FAILED'} in {time.monotonic() - t0:.0f} s, "
-          f"{changed} changes")
+    label = args.playbook if args.playbook.endswith((".yml", ".yaml")) else f"{args.playbook}.yml"
+    print(f"\n{label}: {'OK' if result.ok else 'FAILED'} in {time.monotonic() - t0:.0f} s, {changed} changes")
     bad = result.bad_hosts()
     if bad:
         print("Nodes that did not finish: " + ", ".join(sorted(bad)))

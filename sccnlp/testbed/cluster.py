@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -22,6 +23,8 @@ from sccnlp.testbed import docker as dk
 from sccnlp.testbed.image import IMAGE_REPO, SUITE, build_image
 
 Log = Callable[[str], None]
+# A test bed's name prefixes its containers and network and names its state folder: Docker's name rules, no paths.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,39}")
 
 
 def state_root() -> Path:
@@ -74,6 +77,7 @@ class Testbed:
 
     @classmethod
     def load(cls, name: str) -> Testbed:
+        _check_name(name)
         path = state_root() / name / "state.json"
         if not path.exists():
             raise SccError(f"no test bed named {name!r} (nothing at {path}): run `sccnlp testbed up --name {name}`")
@@ -81,16 +85,25 @@ class Testbed:
         return cls(TestbedSpec(**data["spec"]), [Node(**n) for n in data["nodes"]])
 
 
+def _check_name(name: str) -> None:
+    if not _NAME.fullmatch(name):
+        raise SccError(f"--name {name!r}: use 1 to 40 letters, digits, '_', '.' or '-', starting with a letter or "
+                       "digit (e.g. scc-tb)")
+
+
 def _validate(spec: TestbedSpec) -> ipaddress.IPv4Network:
+    _check_name(spec.name)
     if not 1 <= spec.nodes <= 32:
         raise SccError(f"--nodes {spec.nodes}: the test bed runs 1 to 32 nodes")
     try:
         net = ipaddress.ip_network(spec.subnet)
     except ValueError as exc:
         raise SccError(f"--subnet {spec.subnet!r} is not a network ({exc}); use e.g. 10.88.0.0/24") from exc
+    if not isinstance(net, ipaddress.IPv4Network):
+        raise SccError(f"--subnet {spec.subnet}: the test bed needs an IPv4 network; use e.g. 10.88.0.0/24")
     if net.num_addresses < spec.nodes + 16:
         raise SccError(f"--subnet {spec.subnet} is too small for {spec.nodes} nodes; use a /24")
-    if not net.is_private:
+    if not net.is_private or net.is_loopback or net.is_link_local or net.is_multicast:
         raise SccError(f"--subnet {spec.subnet} is not a private range; use e.g. 10.88.0.0/24")
     return net
 
@@ -229,8 +242,9 @@ def up(spec: TestbedSpec, log: Log = print, storage: bool = True) -> Testbed:
     t0 = time.monotonic()
     image = build_image(log=log)
     tb = Testbed(spec)
-    hosts = list(net.hosts())
-    tb.nodes = [Node(f"node{i}", f"{spec.name}-node{i}", str(hosts[10 + i - 1])) for i in range(1, spec.nodes + 1)]
+    # Node i gets the (10 + i)-th address of the subnet (10.88.0.11, .12, ... on a /24); _validate made room for it.
+    tb.nodes = [Node(f"node{i}", f"{spec.name}-node{i}", str(net.network_address + 10 + i))
+                for i in range(1, spec.nodes + 1)]
     network = f"{spec.name}-net"
     _ensure_network(network, net, log)
     _allow_forwarding(net)
@@ -253,6 +267,7 @@ def up(spec: TestbedSpec, log: Log = print, storage: bool = True) -> Testbed:
 
 
 def down(name: str, log: Log = print) -> None:
+    _check_name(name)
     if not dk.daemon_answers():
         log("no Docker daemon answers: nothing to remove")
         return

@@ -113,8 +113,15 @@ def build_image(force: bool = False, log=print) -> str:
         proc = subprocess.run(
             [docker(), "import", "--change", "ENV container=docker", "--change", 'CMD ["/lib/systemd/systemd"]',
              "-", tag], stdin=tar.stdout, capture_output=True, text=True, check=False)
-        tar.wait()
+        # Drop our end of the pipe: if docker import stopped reading early, tar gets EPIPE instead of blocking
+        # forever on a full pipe (and tar.wait() with it).
+        if tar.stdout is not None:
+            tar.stdout.close()
+        tar_rc = tar.wait()
         if proc.returncode != 0:
             raise SccError(f"docker import failed: {proc.stderr.strip()}")
+        if tar_rc not in (0, 1):  # GNU tar: 1 = a file changed while read (harmless here), 2 = fatal
+            raise SccError(f"packing the rootfs for docker import failed (tar exit code {tar_rc}): run "
+                           "`sccnlp testbed image --force` again")
     _run([docker(), "tag", tag, f"{IMAGE_REPO}:{SUITE}"], "docker tag")
     return tag

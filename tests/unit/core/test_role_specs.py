@@ -1,0 +1,112 @@
+"""Repository-wide consistency of the roles: argument specs in sync with defaults (both entry points), every role
+documented with a preflight, and none of the forbidden patterns anywhere in roles/, playbooks/, plugins/, molecule/."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[3]
+ROLES = sorted(p for p in (ROOT / "roles").iterdir() if p.is_dir() and not p.name.startswith("."))
+ROLES_WITH_DEFAULTS = [r for r in ROLES if (r / "defaults" / "main.yml").is_file()]
+SCANNED = ("roles", "playbooks", "plugins", "molecule")
+SKIP_DIRS = {"__pycache__", ".cache", ".pytest_cache", ".ruff_cache"}
+FORBIDDEN = {
+    "StrictHostKeyChecking no": re.compile(r"StrictHostKeyChecking\s*[= ]\s*[\"']?no\b", re.IGNORECASE),
+    "ignore_errors: true": re.compile(r"\bignore_errors\s*:\s*[\"']?(true|yes|on)\b", re.IGNORECASE),
+    "state: latest": re.compile(r"\bstate\s*:\s*[\"']?latest\b"),
+}
+
+
+def _load(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        pytest.fail(f"{path.relative_to(ROOT)} is not valid YAML: {' '.join(str(exc).split())}")
+
+
+def _ids(paths: list[Path]) -> list[str]:
+    return [p.name for p in paths]
+
+
+@pytest.mark.parametrize("role", ROLES_WITH_DEFAULTS, ids=_ids(ROLES_WITH_DEFAULTS))
+def test_argument_spec_matches_defaults(role: Path) -> None:
+    spec_file = role / "meta" / "argument_specs.yml"
+    assert spec_file.is_file(), f"roles/{role.name}: meta/argument_specs.yml is missing (it documents defaults)"
+    specs = (_load(spec_file) or {}).get("argument_specs") or {}
+    missing = [e for e in ("main", "preflight") if e not in specs]
+    assert not missing, (f"roles/{role.name}/meta/argument_specs.yml: entry point(s) {missing} missing; "
+                         "have `main` and `preflight` with the same options (`options: &options` / `*options`)")
+    defaults = set((_load(role / "defaults" / "main.yml") or {}).keys())
+    options = {e: set((specs[e] or {}).get("options") or {}) for e in ("main", "preflight")}
+    problems = []
+    if options["main"] - defaults:
+        problems.append(f"in argument_specs `main` but not in defaults/main.yml: {sorted(options['main'] - defaults)}")
+    if defaults - options["main"]:
+        problems.append(f"in defaults/main.yml but not in argument_specs `main`: {sorted(defaults - options['main'])}")
+    if options["preflight"] != options["main"]:
+        problems.append("entry point `preflight` does not have the options of `main`: "
+                        f"only in main {sorted(options['main'] - options['preflight'])}, "
+                        f"only in preflight {sorted(options['preflight'] - options['main'])}")
+    assert not problems, f"roles/{role.name}: " + "; ".join(problems)
+
+
+@pytest.mark.parametrize("role", ROLES_WITH_DEFAULTS, ids=_ids(ROLES_WITH_DEFAULTS))
+def test_public_variables_carry_the_role_prefix(role: Path) -> None:
+    defaults = (_load(role / "defaults" / "main.yml") or {}).keys()
+    wrong = sorted(k for k in defaults if not k.startswith(f"{role.name}_"))
+    assert not wrong, f"roles/{role.name}/defaults/main.yml: public variables must start with {role.name}_: {wrong}"
+
+
+@pytest.mark.parametrize("role", ROLES, ids=_ids(ROLES))
+def test_role_has_readme_and_preflight(role: Path) -> None:
+    missing = [f for f in ("README.md", "tasks/main.yml", "tasks/preflight.yml") if not (role / f).is_file()]
+    assert not missing, f"roles/{role.name}: missing {missing}"
+
+
+def _scanned_files() -> list[Path]:
+    files = []
+    for top in SCANNED:
+        for path in sorted((ROOT / top).rglob("*")):
+            if path.is_file() and not SKIP_DIRS & set(path.relative_to(ROOT).parts):
+                files.append(path)
+    return files
+
+
+def test_the_scan_sees_the_tree() -> None:
+    files = {p.relative_to(ROOT).as_posix() for p in _scanned_files()}
+    assert "playbooks/site.yml" in files
+    assert any(f.startswith("roles/") and f.endswith("tasks/main.yml") for f in files)
+
+
+@pytest.mark.parametrize("pattern", sorted(FORBIDDEN))
+def test_no_forbidden_pattern(pattern: str) -> None:
+    """Comment lines are not settings (a comment may warn against the pattern); everything else counts."""
+    regex = FORBIDDEN[pattern]
+    hits = []
+    for path in _scanned_files():
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            if line.lstrip().startswith("#"):
+                continue
+            if regex.search(line):
+                hits.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not hits, f"`{pattern}` is not allowed (house rules):\n" + "\n".join(hits)
+
+
+def test_forbidden_patterns_are_recognised() -> None:
+    """The scanner's regexes catch the spellings seen in the field, and leave the right ones alone."""
+    bad = ["ansible_ssh_common_args: -o StrictHostKeyChecking=no", "ssh -o 'StrictHostKeyChecking no' x",
+           "  ignore_errors: true", "  ignore_errors: yes", "    state: latest", "    state: 'latest'"]
+    good = ["-o StrictHostKeyChecking=yes", "ignore_errors: false", "state: present", "state_latest: 1"]
+    for line in bad:
+        assert any(r.search(line) for r in FORBIDDEN.values()), line
+    for line in good:
+        assert not any(r.search(line) for r in FORBIDDEN.values()), line

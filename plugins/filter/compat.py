@@ -1,0 +1,84 @@
+# -*- coding: utf-8 -*-
+# Copyright: scc.nlp_training contributors
+# Apache License 2.0
+"""Filters over the GPU stack compatibility matrix (thin wrappers over module_utils.scc_compat)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+name: compat_check_plan
+short_description: Check one node's GPU stack plan against the compatibility matrix
+description:
+  - Applies the rules of C(sccnlp/data/compat_matrix.yml) to a node's plan (GPU, driver, CUDA, NCCL, cuDNN, methods).
+  - Also provides C(compat_check_kernels) (kernel drift across nodes), C(compat_arch) (PCI ID or model to
+    architecture) and C(compat_version_matches) (a pinned version prefix against an installed version).
+options:
+  _input:
+    description: The plan, a dictionary (see C(roles/compat_check/tasks/main.yml) for the keys).
+    type: dict
+    required: true
+  matrix:
+    description: The loaded matrix.
+    type: dict
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Check the plan
+  ansible.builtin.set_fact:
+    __result: "{{ plan | scc.nlp_training.compat_check_plan(matrix) }}"
+"""
+
+RETURN = r"""
+_value:
+  description: >-
+    Dictionary with C(problems) (list of messages naming node, component, rule and fix), C(notes), C(arch),
+    C(skip).
+  type: dict
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.scc.nlp_training.plugins.module_utils import scc_compat
+
+
+def _matrix(matrix):
+    if not isinstance(matrix, dict) or matrix.get("schema") != 1:
+        raise AnsibleFilterError("the compatibility matrix must be the loaded sccnlp/data/compat_matrix.yml "
+                                 "(schema 1); check compat_check_matrix_file")
+    return matrix
+
+
+def compat_check_plan(plan, matrix):
+    if not isinstance(plan, dict):
+        raise AnsibleFilterError("compat_check_plan expects a dictionary plan, got %s" % type(plan).__name__)
+    return scc_compat.check_plan(_matrix(matrix), plan)
+
+
+def compat_check_kernels(kernels):
+    return scc_compat.check_kernels(dict(kernels or {}))
+
+
+def compat_arch(value, matrix, model="", chip=""):
+    return scc_compat.resolve_arch(_matrix(matrix), pci_device_id=value or "", model=model, chip=chip)
+
+
+def compat_version_matches(actual, pin):
+    return scc_compat.version_matches(pin, actual)
+
+
+def compat_package_repo(matrix, distribution, version):
+    return scc_compat.package_repo(_matrix(matrix), distribution, version)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "compat_check_plan": compat_check_plan,
+            "compat_check_kernels": compat_check_kernels,
+            "compat_arch": compat_arch,
+            "compat_version_matches": compat_version_matches,
+            "compat_package_repo": compat_package_repo,
+        }

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Run the GPU stack in adopt mode on THIS machine (a GPU node) with the local connection, and prove:
+#   1. the plan is accepted and driver, CUDA, NCCL, cuDNN are found, reported and pass (run 1),
+#   2. a second run changes nothing (changed=0), and --check passes too,
+#   3. a V100 + CUDA 13 plan is refused with the matrix's message.
+# Outputs go to $OUT/adopt/ (logs, the raw nvidia-smi outputs for the parser fixtures, summary.txt).
+# Usage (from the repository root): bash scripts/device/adopt_stack.sh [extra ansible-playbook args, e.g. -e nccl_version=2.27]
+# Ansible is not installed on the GPU node: the wheels in .whl/ (ansible-core and its dependencies) are unpacked
+# into /tmp/site first.
+set -uo pipefail
+
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+OUT_DIR=${OUT:-/tmp/out}/adopt
+mkdir -p "$OUT_DIR"
+cd "$REPO" || exit 2
+
+if ! command -v ansible-playbook >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 2
+  export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
+fi
+COLL=/tmp/sccnlp-adopt-collections
+mkdir -p "$COLL/ansible_collections/scc"
+ln -sfn "$REPO" "$COLL/ansible_collections/scc/nlp_training"
+export ANSIBLE_COLLECTIONS_PATH=$COLL ANSIBLE_CONFIG=$REPO/ansible.cfg ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
+export ANSIBLE_LOCALHOST_WARNING=0 ANSIBLE_INVENTORY_UNPARSED_WARNING=0 ANSIBLE_CALLBACK_RESULT_FORMAT=json
+
+INV=inventory/localhost_gpu.yml
+PB=playbooks/gpu_stack.yml
+FIELDS=index,name,driver_version,memory.total,ecc.mode.current,ecc.mode.pending,ecc.errors.uncorrected.aggregate.total,persistence_mode,pci.bus_id,pci.device_id
+
+# Raw tool outputs: the parser fixtures of tests/unit/gpu_stack (recorded before anything else runs).
+{
+  nvidia-smi --query-gpu="$FIELDS" --format=csv > "$OUT_DIR/nvidia-smi-query-gpu.csv" 2>&1
+  nvidia-smi > "$OUT_DIR/nvidia-smi.txt" 2>&1
+  lspci -nn > "$OUT_DIR/lspci-nn.txt" 2>&1
+  cat /proc/driver/nvidia/version > "$OUT_DIR/proc-driver-nvidia-version.txt" 2>&1
+  ls -l /usr/local/ > "$OUT_DIR/usr-local.txt" 2>&1
+  /usr/local/cuda/bin/nvcc --version > "$OUT_DIR/nvcc-version.txt" 2>&1
+  uname -r > "$OUT_DIR/uname-r.txt"
+  ansible --version > "$OUT_DIR/ansible-version.txt" 2>&1
+} || true
+
+# What the stack finds before the plan is judged (reported even if a pin below turns out wrong).
+ansible -i "$INV" scc_cluster -m scc.nlp_training.gpu_facts \
+  -a '{"libraries": ["cudart", "nccl", "cudnn"], "venvs": ["/opt/torch/.venv"]}' > "$OUT_DIR/discovery.txt" 2>&1
+echo "discovery rc=$?" >> "$OUT_DIR/discovery.txt"
+
+# The GPUs the inventory declares (gpu_count): GPU_COUNT from the environment, else what nvidia-smi lists (a
+# container or VM may see fewer GPUs than the PCI bus shows), else the PCI count of NVIDIA display/3D controllers.
+PCI_COUNT=$(lspci -nn 2>/dev/null | grep -cE '\[03(00|02)\]: NVIDIA' || true)
+SMI_COUNT=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
+if [ -z "${GPU_COUNT:-}" ]; then
+  if [ "${SMI_COUNT:-0}" -gt 0 ]; then GPU_COUNT=$SMI_COUNT; else GPU_COUNT=${PCI_COUNT:-0}; fi
+fi
+echo "gpu_count: $GPU_COUNT (nvidia-smi: $SMI_COUNT, lspci: ${PCI_COUNT:-none})" > "$OUT_DIR/gpu-count.txt"
+set -- -e "gpu_count=$GPU_COUNT" "$@"
+
+run() { # name, args...
+  local name=$1; shift
+  ansible-playbook -i "$INV" "$PB" "$@" > "$OUT_DIR/$name.log" 2>&1
+  local rc=$?
+  echo "$rc" > "$OUT_DIR/$name.rc"
+  return $rc
+}
+recap() { grep -E '^gpu-node-1 +:' "$OUT_DIR/$1.log" | tail -1; }
+changed() { recap "$1" | sed -E 's/.*changed=([0-9]+).*/\1/'; }
+
+run run1 "$@"; RC1=$?
+run run2 "$@"; RC2=$?
+run check --check "$@"; RC3=$?
+run refuse_v100_cuda13 "$@" -e gpu_arch=volta -e cuda_version=13.0; RC4=$?
+REFUSED_MSG=$(grep -o 'cuda 13.0 does not support gpu_arch volta[^|]*' "$OUT_DIR/refuse_v100_cuda13.log" | head -1)
+
+PASS=0; FAIL=0
+check() { if eval "$2"; then echo "PASS  $1"; PASS=$((PASS+1)); else echo "FAIL  $1"; FAIL=$((FAIL+1)); fi; }
+{
+  echo "== GPU stack adopt on $(hostname) ($(date -u +%FT%TZ))"
+  echo "-- found"
+  grep -ohE '"msg": "gpu-node-1: (driver [0-9.]+ \(|CUDA [0-9.]+ \((toolkit|runtime)|nccl [0-9.]+ loads|cudnn [0-9.]+ loads|plan accepted)[^"]*"' \
+    "$OUT_DIR/run1.log" | sed -E 's/^"msg": "//; s/"$//' | sort -u
+  echo "-- $(cat "$OUT_DIR/gpu-count.txt")"
+  echo "-- checks"
+  check "run 1 passes (rc $RC1; $(recap run1))" '[ "$RC1" = 0 ]'
+  check "run 2 passes and changes nothing (changed=$(changed run2))" '[ "$RC2" = 0 ] && [ "$(changed run2)" = 0 ]'
+  check "run 1 changed nothing either (adopt; changed=$(changed run1))" '[ "$(changed run1)" = 0 ]'
+  check "--check passes (rc $RC3; $(recap check))" '[ "$RC3" = 0 ]'
+  check "V100 + CUDA 13 refused (rc $RC4): ${REFUSED_MSG:-no message}" '[ "$RC4" != 0 ] && [ -n "$REFUSED_MSG" ]'
+  echo "-- $PASS passed, $FAIL failed"
+  echo "-- on failure read: $OUT_DIR/run1.log (first error: $(grep -m1 -E '^fatal|ERROR' "$OUT_DIR/run1.log" | cut -c1-200))"
+} | tee "$OUT_DIR/summary.txt"
+[ "$FAIL" = 0 ]

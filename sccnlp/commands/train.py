@@ -1,0 +1,198 @@
+"""`sccnlp train`: prepare the BERT data and train across the cluster (playbooks/bert.yml), streaming progress."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from sccnlp import runner
+from sccnlp.errors import SccError
+
+FOLLOW_TASK = "Follow the training log"
+WHERE_TASK = "Show where the run writes"
+SHOWN_TASKS = ("Report a run that is already complete", "Show the prepared data")
+_TAG = re.compile(r"^\[\d+,\d+\]<(stdout|stderr)>:\s?")
+_STEP = re.compile(r"\bstep=(\d+)\b")
+_NOTABLE = re.compile(r"error|Error|resumed from|no checkpoint|saved checkpoint|data_range=|^done:|^launch:")
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("train", help="prepare BERT data and train on every GPU (playbooks/bert.yml)",
+                              description=__doc__)
+    p.add_argument("-i", "--inventory", required=True, help="inventory of the cluster")
+    p.add_argument("--model", choices=("tiny", "base", "large"), help="BERT size (bert_model)")
+    p.add_argument("--phase", type=int, choices=(1, 2), help="1 = seq 128, 2 = seq 512 (bert_phase)")
+    p.add_argument("--steps", type=int, help="optimizer steps (bert_steps)")
+    p.add_argument("--batch-size", type=int, help="sequences per GPU per micro-step (bert_batch_size)")
+    p.add_argument("--accum-steps", type=int, help="gradient accumulation (bert_accum_steps)")
+    p.add_argument("--lr", type=float, help="peak learning rate (bert_lr)")
+    p.add_argument("--precision", choices=("auto", "bf16", "fp32"), help="bert_precision")
+    p.add_argument("--resume", help="auto, none or a checkpoint path (bert_resume)")
+    p.add_argument("--run-name", help="run directory name under <shared>/bert/runs (bert_run_name)")
+    p.add_argument("--corpus", help="corpus path on the first node, or an http(s) URL (with --corpus-sha256)")
+    p.add_argument("--corpus-sha256", help="sha256 of the corpus URL")
+    p.add_argument("--vocab", help="a given vocab.txt on the first node (bert_vocab_file)")
+    p.add_argument("--vocab-size", type=int, help="vocabulary size (bert_vocab_size)")
+    p.add_argument("--data-only", action="store_true", help="prepare the data, do not launch training")
+    p.add_argument("-e", "--extra-var", action="append", default=[], metavar="KEY=VALUE",
+                   help="any other bert_* setting (repeatable)")
+    p.add_argument("--limit", help="Ansible --limit")
+    p.add_argument("--check", action="store_true", help="check mode: show what would change")
+    p.add_argument("-v", "--verbose", action="store_true", help="show every task")
+    p.set_defaults(func=run)
+
+
+def extravars(args: argparse.Namespace) -> dict[str, Any]:
+    """Command-line options -> role variables."""
+    out: dict[str, Any] = {}
+    simple = {"model": "bert_model", "phase": "bert_phase", "steps": "bert_steps", "batch_size": "bert_batch_size",
+              "accum_steps": "bert_accum_steps", "lr": "bert_lr", "precision": "bert_precision",
+              "resume": "bert_resume", "run_name": "bert_run_name", "vocab": "bert_vocab_file",
+              "vocab_size": "bert_vocab_size"}
+    for attr, var in simple.items():
+        value = getattr(args, attr, None)
+        if value is not None:
+            out[var] = value
+    if args.corpus:
+        if "://" in args.corpus:
+            if not args.corpus_sha256:
+                raise SccError("--corpus is a URL: give its sha256 with --corpus-sha256")
+            out.update(bert_corpus_source="url", bert_corpus_url=args.corpus, bert_corpus_sha256=args.corpus_sha256)
+        else:
+            out.update(bert_corpus_source="path", bert_corpus_path=args.corpus)
+    if args.data_only:
+        out["bert_launch"] = False
+    for item in args.extra_var:
+        key, sep, value = item.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise SccError(f"-e {item!r}: write KEY=VALUE, e.g. -e bert_dupe_factor=2")
+        out[key] = _scalar(value)
+    return out
+
+
+def _scalar(text: str) -> Any:
+    """YAML-like scalars for -e values: ints, floats, true/false, [a, b] lists; otherwise the string."""
+    import yaml
+
+    try:
+        value = yaml.safe_load(text) if text else ""
+    except yaml.YAMLError:
+        return text
+    if isinstance(value, str):
+        try:
+            return float(value)  # YAML 1.1 reads 1e-3 as a string
+        except ValueError:
+            return value
+    return value
+
+
+class ProgressPrinter:
+    """Turns the playbook's events into progress lines: training steps, notable log lines, where the run writes."""
+
+    def __init__(self, stream: TextIO, verbose: bool = False) -> None:
+        self.stream = stream
+        self.base = runner._event_printer(stream, verbose)
+        self.verbose = verbose
+        self.last_step = -1
+        self.seen: set[str] = set()
+        self.where: dict[str, Any] = {}
+
+    def __call__(self, event: dict[str, Any]) -> bool:
+        kind = event.get("event", "")
+        data = event.get("event_data") or {}
+        task = data.get("task", "")
+        res = data.get("res") or {}
+        if task == FOLLOW_TASK and kind in ("runner_retry", "runner_on_ok"):
+            self.log_lines(str(res.get("stdout", "")).splitlines())
+            return True
+        if task == WHERE_TASK and kind == "runner_on_ok":
+            msg = res.get("msg")
+            if isinstance(msg, dict) and isinstance(msg.get("bert_run"), dict):
+                self.where = msg["bert_run"]
+                print(f"   training: {self.where.get('ranks', '?')} ranks from {self.where.get('node', '?')}, "
+                      f"log {self.where.get('log', '?')}", file=self.stream, flush=True)
+            return True
+        if task in SHOWN_TASKS and kind == "runner_on_ok" and res.get("msg"):
+            print(f"   {' '.join(str(res['msg']).split())}", file=self.stream, flush=True)
+            return True
+        if kind == "runner_on_skipped" and not self.verbose:
+            return True
+        return self.base(event)
+
+    def log_lines(self, lines: list[str]) -> None:
+        for raw in lines:
+            line = _TAG.sub("", raw).rstrip()
+            if not line or line.startswith("BERT_RUN_EXIT="):
+                continue
+            step = _STEP.search(line)
+            if step and "loss=" in line:
+                if int(step.group(1)) > self.last_step:
+                    self.last_step = int(step.group(1))
+                    print(f"   {line}", file=self.stream, flush=True)
+            elif _NOTABLE.search(line) and line not in self.seen:
+                self.seen.add(line)
+                print(f"   {line}", file=self.stream, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    stream = sys.stdout
+    printer = ProgressPrinter(stream, args.verbose)
+    result = _run_bert(args.inventory, extravars(args), args.limit, args.check, printer)
+    if result.ok:
+        where = printer.where
+        print("\nBERT done." if where else "\nBERT: data ready, nothing launched (or the run was already complete).",
+              file=stream)
+        for key in ("run_dir", "log", "metrics", "checkpoints", "data"):
+            if key in where:
+                print(f"  {key:<12} {where[key]}", file=stream)
+        return 0
+    runner.print_summary(result, stream)
+    bad = result.bad_hosts()
+    for host, summary in sorted(bad.items()):
+        reason = summary.messages[-1] if summary.messages else "unreachable" if summary.unreachable else "failed"
+        print(f"sccnlp train: failed on {host}: {reason}", file=sys.stderr)
+    if not bad:
+        hint = ": ansible-playbook was not found (install 'sccnlp[controller]' into this venv)" \
+            if result.rc == 127 else ""
+        print(f"sccnlp train: the playbook ended with status {result.status} (rc {result.rc}){hint}",
+              file=sys.stderr)
+    return 1
+
+
+def _run_bert(inventory: str, variables: dict[str, Any], limit: str | None, check: bool,
+              on_event: Callable[[dict[str, Any]], bool]) -> runner.RunResult:
+    """Like sccnlp.runner.run_playbook('bert', ...), with this command's event handler (progress lines)."""
+    try:
+        import ansible_runner
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise SccError("ansible-runner is not installed: pip install 'sccnlp[controller]'") from exc
+    from sccnlp.paths import collection_root, playbook
+
+    book = playbook("bert")
+    if not book.exists():
+        raise SccError(f"no playbook {book}: is SCCNLP_COLLECTION pointing at the collection root?")
+    inv = Path(inventory)
+    if not inv.exists():
+        raise SccError(f"inventory {inv} does not exist: pass --inventory PATH (or run `sccnlp testbed up`)")
+    env = {
+        "ANSIBLE_COLLECTIONS_PATH": runner._collections_path(),
+        "ANSIBLE_ROLES_PATH": str(collection_root() / "roles"),
+        "ANSIBLE_CONFIG": str(collection_root() / "ansible.cfg"),
+        "ANSIBLE_FORCE_COLOR": "0",
+        # ansible-playbook next to this interpreter (a venv that was not activated) comes first.
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    }
+    with tempfile.TemporaryDirectory(prefix="sccnlp-train-") as private:
+        result = ansible_runner.run(
+            private_data_dir=private, playbook=str(book), inventory=str(inv.resolve()), extravars=variables,
+            limit=limit, cmdline="--check --diff" if check else None, envvars=env, event_handler=on_event,
+            quiet=True, suppress_env_files=True,
+        )
+        hosts = runner._summarise(result)
+    return runner.RunResult(status=result.status, rc=int(result.rc or 0), hosts=hosts)

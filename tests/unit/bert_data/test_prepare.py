@@ -1,0 +1,150 @@
+"""End to end data preparation on a real corpus: vocab, shards across nodes/workers, reuse, the trainer's reader."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sccnlp.bert import prepare
+from sccnlp.bert.data import ShardSet, rank_range
+
+ARGS = ["--vocab-size", "2000", "--phases", "1,2", "--dupe-factor", "2", "--seed", "7"]
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    rc = prepare.main(list(argv))
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _fail(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    rc = prepare.main(list(argv))
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+@pytest.fixture(scope="module")
+def prepared(real_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Two nodes x two workers, stage by stage as the bert role runs them."""
+    root = tmp_path_factory.mktemp("data")
+    common = ["--corpus", str(real_corpus), "--out-root", str(root), *ARGS, "--num-nodes", "2", "--workers", "2"]
+    results = {}
+    for stage in ("plan", "init"):
+        assert prepare.main([stage, *common]) == 0
+    info = prepare.plan(prepare.make_settings(prepare.build_parser().parse_args(["plan", *common, "--partitions",
+                                                                                 "4"])), root)
+    data_dir = info["data_dir"]
+    for node in (0, 1):
+        results[node] = prepare.make_shards(data_dir, node, 2, 2)
+    results["final"] = prepare.finalize(data_dir, 2)
+    return {"root": root, "dir": Path(data_dir), "common": common, **results}
+
+
+def test_stages_write_every_partition_once(prepared: dict) -> None:
+    assert prepared[0]["partitions"] == [0, 2] and prepared[1]["partitions"] == [2, 4]
+    assert prepared[0]["written"] == 2 and prepared[1]["written"] == 2
+    folder = prepared["dir"]
+    assert (folder / ".complete").is_file()
+    assert sorted(p.name for p in (folder / "parts").iterdir()) == [f"part-{i:05d}.json" for i in range(4)]
+    for phase, (seq, pred) in (("phase1_seq128", (128, 20)), ("phase2_seq512", (512, 80))):
+        meta = json.loads((folder / phase / "meta.json").read_text())
+        assert [s["name"] for s in meta["shards"]] == [f"shard-p{i:05d}" for i in range(4)]
+        assert (meta["seq_len"], meta["max_pred"], meta["vocab_size"], meta["dupe_factor"], meta["seed"]) == \
+            (seq, pred, 2000, 2, 7)
+        assert meta["total"] == prepared["final"]["records"][phase] > 100
+    vocab = (folder / "vocab.txt").read_text().splitlines()
+    assert vocab[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] and len(vocab) == 2000
+
+
+def test_trainer_reader_reads_disjoint_rank_ranges(prepared: dict) -> None:
+    shards = ShardSet(prepared["dir"] / "phase1_seq128")
+    total = len(shards)
+    everything = shards.take(np.arange(total))
+    assert abs(everything["nsp_labels"].mean() - 0.5) < 0.05
+    masked = everything["mlm_count"].sum() / (everything["lengths"].astype(int) - 3).sum()
+    assert abs(masked - 0.15) < 0.02
+    for world in (1, 3, 4):
+        ranges = [rank_range(total, r, world) for r in range(world)]
+        seen = np.concatenate([np.arange(*r) for r in ranges])
+        assert (seen == np.arange(total)).all()  # disjoint and complete
+        rows = [shards.take(np.arange(*r))["input_ids"] for r in ranges]
+        assert sum(len(r) for r in rows) == total
+        assert (np.concatenate(rows) == everything["input_ids"]).all()
+
+
+def test_same_inputs_reuse_the_directory(prepared: dict, capsys: pytest.CaptureFixture[str]) -> None:
+    files = sorted(prepared["dir"].rglob("*.npy"))
+    before = {f: f.stat().st_mtime_ns for f in files}
+    result = _run(capsys, "run", *prepared["common"], "--partitions", "4")
+    assert result["complete"] is True and result["data_dir"] == str(prepared["dir"])
+    assert {f: f.stat().st_mtime_ns for f in files} == before
+    other = _run(capsys, "plan", *prepared["common"], "--partitions", "4", "--seed", "8")
+    assert other["data_dir"] != str(prepared["dir"]) and other["complete"] is False
+
+
+def test_partial_directory_is_finished(real_corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    common = ["--corpus", str(real_corpus), "--out-root", str(tmp_path), "--vocab-size", "1000", "--phases", "1",
+              "--dupe-factor", "1", "--partitions", "3", "--workers", "1"]
+    first = _run(capsys, "run", *common)
+    folder = Path(first["data_dir"])
+    reference = np.load(folder / "phase1_seq128" / "shard-p00001.input_ids.npy")
+    kept = folder / "phase1_seq128" / "shard-p00000.input_ids.npy"
+    kept_mtime = kept.stat().st_mtime_ns
+    (folder / ".complete").unlink()
+    (folder / "parts" / "part-00001.json").unlink()
+    (folder / "phase1_seq128" / "shard-p00001.input_ids.npy").write_bytes(b"partial")
+    assert _run(capsys, "plan", *common)["complete"] is False
+    err = _fail(capsys, "finalize", "--data-dir", str(folder), "--num-nodes", "3")
+    assert "1 of 3 partitions" in err and "node index 1" in err
+    again = _run(capsys, "run", *common)
+    assert again["complete"] is True
+    assert (np.load(folder / "phase1_seq128" / "shard-p00001.input_ids.npy") == reference).all()  # deterministic
+    assert kept.stat().st_mtime_ns == kept_mtime  # done partitions are kept
+
+
+def test_given_vocab_is_used_and_checked(prepared: dict, real_corpus: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    vocab = prepared["dir"] / "vocab.txt"
+    base = ["--corpus", str(real_corpus), "--out-root", str(tmp_path), "--phases", "1", "--dupe-factor", "1",
+            "--partitions", "2", "--workers", "1", "--vocab", str(vocab)]
+    result = _run(capsys, "run", *base, "--vocab-size", "2000")
+    assert (Path(result["data_dir"]) / "vocab.txt").read_bytes() == vocab.read_bytes()
+    err = _fail(capsys, "plan", *base, "--vocab-size", "30522")
+    assert "vocabulary size mismatch" in err and "2000 tokens" in err and "30522" in err
+    bad = tmp_path / "bad-vocab.txt"
+    bad.write_text("hello\n[PAD]\n")
+    assert "[PAD] as token 0" in _fail(capsys, "plan", *base[:-1], str(bad), "--vocab-size", "0")
+
+
+@pytest.mark.parametrize("case", ["missing", "empty", "blank-lines"])
+def test_bad_corpus_is_one_clear_line(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "corpus.txt"
+    if case == "empty":
+        corpus.write_text("")
+    elif case == "blank-lines":
+        corpus.write_text("\n\n\n")
+    err = _fail(capsys, "run", "--corpus", str(corpus), "--out-root", str(tmp_path / "out"))
+    assert str(corpus) in err and ("does not exist" in err if case == "missing" else "is empty" in err)
+    assert not (tmp_path / "out").exists()  # nothing written
+
+
+def test_url_corpus_checks_the_checksum(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("A first sentence is here.\nA second one.\n\nAnother document starts.\nIt ends.\n")
+    url = corpus.as_uri()
+    err = _fail(capsys, "plan", "--corpus", url, "--corpus-sha256", "0" * 64, "--out-root", str(tmp_path / "o"))
+    assert "expected " + "0" * 64 in err
+    assert "64 hex digits" in _fail(capsys, "plan", "--corpus", url, "--out-root", str(tmp_path / "o"))
+
+
+def test_shards_stage_without_init_says_what_to_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    err = _fail(capsys, "shards", "--data-dir", str(tmp_path), "--node-index", "0", "--num-nodes", "1")
+    assert "prepare.json is missing" in err and "init" in err
+    os.environ.pop("TOKENIZERS_PARALLELISM", None)

@@ -88,6 +88,7 @@ def run_playbook(
     verbose: bool = False,
     stream: TextIO | None = None,
     envvars: dict[str, str] | None = None,
+    event_handler: Callable[[dict[str, Any]], bool] | None = None,
 ) -> RunResult:
     """Run `playbooks/<name>.yml` (or a playbook path ending in .yml) against `inventory`; summarise per host."""
     try:
@@ -128,7 +129,7 @@ def run_playbook(
             tags=tags,
             cmdline=cmdline or None,
             envvars=env,
-            event_handler=_event_printer(stream, verbose),
+            event_handler=event_handler or _event_printer(stream, verbose),
             quiet=True,
             suppress_env_files=True,
         )

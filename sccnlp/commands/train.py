@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TextIO
 
 from sccnlp import runner
@@ -167,32 +164,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_bert(inventory: str, variables: dict[str, Any], limit: str | None, check: bool,
               on_event: Callable[[dict[str, Any]], bool]) -> runner.RunResult:
-    """Like sccnlp.runner.run_playbook('bert', ...), with this command's event handler (progress lines)."""
-    try:
-        import ansible_runner
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise SccError("ansible-runner is not installed: pip install 'sccnlp[controller]'") from exc
-    from sccnlp.paths import collection_root, playbook
-
-    book = playbook("bert")
-    if not book.exists():
-        raise SccError(f"no playbook {book}: is SCCNLP_COLLECTION pointing at the collection root?")
-    inv = Path(inventory)
-    if not inv.exists():
-        raise SccError(f"inventory {inv} does not exist: pass --inventory PATH (or run `sccnlp testbed up`)")
-    env = {
-        "ANSIBLE_COLLECTIONS_PATH": runner._collections_path(),
-        "ANSIBLE_ROLES_PATH": str(collection_root() / "roles"),
-        "ANSIBLE_CONFIG": str(collection_root() / "ansible.cfg"),
-        "ANSIBLE_FORCE_COLOR": "0",
-        # ansible-playbook next to this interpreter (a venv that was not activated) comes first.
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-    }
-    with tempfile.TemporaryDirectory(prefix="sccnlp-train-") as private:
-        result = ansible_runner.run(
-            private_data_dir=private, playbook=str(book), inventory=str(inv.resolve()), extravars=variables,
-            limit=limit, cmdline="--check --diff" if check else None, envvars=env, event_handler=on_event,
-            quiet=True, suppress_env_files=True,
-        )
-        hosts = runner._summarise(result)
-    return runner.RunResult(status=result.status, rc=int(result.rc or 0), hosts=hosts)
+    """playbooks/bert.yml with this command's event handler (progress lines)."""
+    return runner.run_playbook("bert", inventory, extravars=variables, limit=limit, check=check,
+                               event_handler=on_event)

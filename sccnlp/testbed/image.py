@@ -40,7 +40,7 @@ CACHE_DIR = Path(os.environ.get("SCCNLP_CACHE", "/var/cache/sccnlp"))
 
 
 def recipe() -> dict[str, object]:
-    return {"suite": SUITE, "base": BASE_PACKAGES, "extra": EXTRA_PACKAGES, "hostkey_unit": HOSTKEY_UNIT, "rev": 1}
+    return {"suite": SUITE, "base": BASE_PACKAGES, "extra": EXTRA_PACKAGES, "hostkey_unit": HOSTKEY_UNIT, "rev": 2}
 
 
 def image_tag() -> str:
@@ -108,6 +108,8 @@ def build_image(force: bool = False, log=print) -> str:
         _chroot_apt(rootfs, EXTRA_PACKAGES)
         _customise(rootfs)
         _run(["sh", "-c", f"chroot {rootfs} apt-get clean && rm -rf {rootfs}/var/lib/apt/lists/*"], "apt clean")
+        # No package lists in the image: make the folder old so `apt: cache_valid_time` updates on first use.
+        os.utime(rootfs / "var/lib/apt/lists", (0, 0))
         log("importing the image")
         tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
         proc = subprocess.run(

@@ -1,0 +1,241 @@
+"""What a person checks by hand on a freshly wired 3-node cluster (molecule scenario `cluster`).
+
+The nodes are reached with testinfra's docker backend by container name: the scenario's inventory sets
+ansible_host to the management IP (what /etc/hosts and the SSH trust are built from), which testinfra's ansible
+backend would take for the container name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import subprocess
+from pathlib import Path
+
+import pytest
+import testinfra
+import yaml
+
+SCENARIO_DIR = Path(os.environ.get("MOLECULE_SCENARIO_DIRECTORY", Path(__file__).resolve().parents[1]))
+REPO_ROOT = SCENARIO_DIR.parents[1]
+MOUNTPOINT = "/mnt/cpfs"
+HOSTFILE = "/etc/scc/mpihosts"
+ENV_FILE = "/etc/scc/scc.env"
+
+
+def _platforms() -> dict[str, str]:
+    """Node name -> management IP, from the scenario's own definition."""
+    molecule = yaml.safe_load((SCENARIO_DIR / "molecule.yml").read_text())
+    return {p["name"]: p["networks"][0]["ipv4_address"] for p in molecule["platforms"]}
+
+
+NODES = _platforms()
+NAMES = list(NODES)
+PAIRS = [(a, b) for a in NAMES for b in NAMES if a != b]
+
+
+@pytest.fixture(scope="module")
+def hosts() -> dict[str, testinfra.host.Host]:
+    return {name: testinfra.get_host(f"docker://{name}") for name in NAMES}
+
+
+@pytest.mark.parametrize(("src", "dst"), PAIRS)
+def test_every_node_resolves_every_other_node(hosts, src, dst):
+    out = hosts[src].check_output(f"getent hosts {dst}")
+    assert out.split()[0] == NODES[dst], out
+
+
+def test_hosts_block_lists_every_node_once(hosts):
+    for name in NAMES:
+        text = hosts[name].file("/etc/hosts").content_string
+        block = text.split("# BEGIN scc.nlp_training cluster")[1].split("# END scc.nlp_training cluster")[0]
+        lines = [line.split() for line in block.strip().splitlines()]
+        assert lines == [[ip, node] for node, ip in NODES.items()], block
+
+
+@pytest.mark.parametrize(("src", "dst"), PAIRS)
+def test_ssh_between_nodes_with_strict_host_key_checking(hosts, src, dst):
+    cmd = hosts[src].run(f"ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o ConnectTimeout=10 {dst} hostname")
+    assert cmd.rc == 0, cmd.stderr
+    assert cmd.stdout.strip() == dst
+
+
+def test_ssh_client_keeps_host_key_checking_on(hosts):
+    for src, dst in PAIRS:
+        effective = hosts[src].check_output(f"ssh -G {dst}")
+        assert re.search(r"^stricthostkeychecking true$", effective, re.M), effective
+    for name in NAMES:
+        configs = hosts[name].check_output(
+            "for f in /etc/ssh/ssh_config /etc/ssh/ssh_config.d/* /root/.ssh/config /etc/openmpi/*.conf; "
+            "do if [ -f \"$f\" ]; then cat \"$f\"; fi; done")
+        assert "StrictHostKeyChecking yes" in configs  # the cluster's own settings were read
+        off = r"(?im)^\s*[^#\n]*(StrictHostKeyChecking[\s=]+(?:no|off)|UserKnownHostsFile[\s=]+/dev/null)"
+        disabled = re.findall(off, configs)
+        assert disabled == [], f"{name}: host key checking disabled: {disabled}"
+
+
+def test_ssh_refuses_an_unknown_host_key(hosts):
+    node1 = hosts[NAMES[0]]
+    empty = node1.run(f"ssh -o BatchMode=yes -o GlobalKnownHostsFile=/dev/null -o UserKnownHostsFile=/dev/null "
+                      f"-o ConnectTimeout=10 {NAMES[1]} hostname")
+    assert empty.rc == 255
+    assert "Host key verification failed" in empty.stderr
+    # A known_hosts that gives node2's name the key of node3: ssh must refuse, not connect.
+    node3_key = hosts[NAMES[2]].check_output("cat /etc/ssh/ssh_host_ed25519_key.pub").split()[:2]
+    node1.check_output(f"echo '{NAMES[1]} {' '.join(node3_key)}' > /tmp/clu-wrong-known-hosts")
+    wrong = node1.run(f"ssh -o BatchMode=yes -o HostKeyAlgorithms=ssh-ed25519 "
+                      f"-o GlobalKnownHostsFile=/tmp/clu-wrong-known-hosts -o UserKnownHostsFile=/dev/null "
+                      f"-o ConnectTimeout=10 {NAMES[1]} hostname")
+    node1.run("rm -f /tmp/clu-wrong-known-hosts")
+    assert wrong.rc == 255
+    assert "REMOTE HOST IDENTIFICATION HAS CHANGED" in wrong.stderr
+
+
+def test_known_hosts_hold_the_real_host_keys(hosts):
+    for name in NAMES:
+        known = hosts[name].file("/etc/ssh/ssh_known_hosts").content_string
+        for other in NAMES:
+            key = hosts[other].check_output("cat /etc/ssh/ssh_host_ed25519_key.pub").split()[1]
+            assert f"{other},{NODES[other]} ssh-ed25519 {key}" in known
+
+
+def test_authorized_key_is_limited_to_the_cluster(hosts):
+    for name in NAMES:
+        keys = hosts[name].file("/root/.ssh/authorized_keys")
+        assert keys.mode == 0o600
+        entries = [line for line in keys.content_string.splitlines() if line and not line.startswith("#")]
+        assert len(entries) == 1, entries
+        assert entries[0].startswith('from="' + ",".join(NODES.values()) + '" ssh-ed25519 ')
+        assert hosts[name].file("/root/.ssh/id_ed25519").mode == 0o600
+
+
+def test_mpihosts_lists_every_node_with_its_slots(hosts):
+    for name in NAMES:
+        lines = [line for line in hosts[name].file(HOSTFILE).content_string.splitlines()
+                 if line and not line.startswith("#")]
+        assert lines == [f"{node} slots=1" for node in NAMES]
+
+
+def test_openmpi_version_and_mca_settings(hosts):
+    for name in NAMES:
+        assert "mpirun (Open MPI) 4.1.4" in hosts[name].check_output("mpirun --version")
+        info = hosts[name].check_output("ompi_info --all --parsable")
+        assert "param:btl_tcp_if_include:value:10.91.0.0/24" in info
+        assert "param:oob_tcp_if_include:value:10.91.0.0/24" in info
+        env = hosts[name].file(ENV_FILE).content_string
+        assert "export OMPI_ALLOW_RUN_AS_ROOT=1" in env and "export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1" in env
+
+
+def test_mpirun_allreduce_across_all_nodes(hosts):
+    node1 = hosts[NAMES[0]]
+    work = f"{MOUNTPOINT}/scc-mpi-test"
+    source = (REPO_ROOT / "tests/fixtures/mpi/allreduce.c").read_text()
+    node1.check_output(f"mkdir -p {work}")
+    subprocess.run(["docker", "exec", "-i", NAMES[0], "sh", "-c", f"cat > {work}/allreduce.c"],
+                   input=source, text=True, check=True)
+    node1.check_output(f"mpicc -O2 -o {work}/allreduce {work}/allreduce.c")
+    slots = sum(int(line.split("slots=")[1]) for line in node1.file(HOSTFILE).content_string.splitlines()
+                if "slots=" in line and not line.startswith("#"))
+    run = node1.run(f". {ENV_FILE} && mpirun --hostfile {HOSTFILE} -np {slots} {work}/allreduce")
+    assert run.rc == 0, run.stdout + run.stderr
+    ranks = re.findall(r"^allreduce rank=(\d+) size=(\d+) host=(\S+) sum=(\d+) expected=(\d+) vector=(\w+)$",
+                       run.stdout, re.M)
+    assert sorted(int(r[0]) for r in ranks) == list(range(slots))
+    assert {r[2] for r in ranks} == set(NAMES), "every node runs a rank"
+    want = slots * (slots + 1) // 2
+    for _rank, size, _host, total, expected, vector in ranks:
+        assert (int(size), int(total), int(expected), vector) == (slots, want, want, "ok")
+
+
+def test_file_written_on_node3_is_read_on_node1(hosts):
+    token = secrets.token_hex(16)
+    path = f"{MOUNTPOINT}/clu-verify-{token}"
+    hosts[NAMES[2]].check_output(f"echo {token} > {path}")
+    try:
+        assert hosts[NAMES[0]].check_output(f"cat {path}") == token
+    finally:
+        hosts[NAMES[2]].run(f"rm -f {path}")
+
+
+def test_shared_storage_is_mounted_from_fstab_with_netdev(hosts):
+    for name in NAMES:
+        node = hosts[name]
+        fields = [line.split() for line in node.file("/etc/fstab").content_string.splitlines()
+                  if not line.startswith("#") and len(line.split()) >= 4]
+        mine = [f for f in fields if f[1] == MOUNTPOINT]
+        assert len(mine) == 1, fields
+        assert mine[0][0] == "clu-node1:/gv0" and mine[0][2] == "glusterfs"
+        assert "_netdev" in mine[0][3].split(",")
+        assert node.check_output(f"findmnt -n -o FSTYPE --mountpoint {MOUNTPOINT}") == "fuse.glusterfs"
+
+
+def test_local_facts_record_the_setup(hosts):
+    import json
+
+    for name in NAMES:
+        cluster = json.loads(hosts[name].file("/etc/ansible/facts.d/scc_cluster.fact").content_string)
+        assert cluster["nodes"] == NAMES and int(cluster["total_slots"]) == len(NAMES)
+        storage = json.loads(hosts[name].file("/etc/ansible/facts.d/scc_cpfs_client.fact").content_string)
+        assert (storage["backend"], storage["mountpoint"]) == ("glusterfs", MOUNTPOINT)
+        openmpi = json.loads(hosts[name].file("/etc/ansible/facts.d/scc_openmpi.fact").content_string)
+        assert openmpi["version"] == "4.1.4"
+
+
+def _inventory(tmp_path: Path, extra_hosts: dict[str, dict] | None = None) -> Path:
+    """The scenario's inventory (nodes, host and group vars) plus extra hosts, as a static inventory."""
+    inv = tmp_path / "inventory"
+    (inv / "group_vars").mkdir(parents=True)
+    (inv / "group_vars/scc_cluster.yml").write_text(
+        (SCENARIO_DIR / "inventory/group_vars/scc_cluster.yml").read_text())
+    hosts = {name: {"ansible_connection": "community.docker.docker", "ansible_host": ip, "ansible_docker_host": name}
+             for name, ip in NODES.items()}
+    hosts.update(extra_hosts or {})
+    (inv / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"scc_cluster": {"hosts": hosts}}}}))
+    return inv
+
+
+def _playbook(inv: Path, playbook: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"}
+    cmd = [str(Path(os.environ.get("VIRTUAL_ENV", "/work/venv")) / "bin/ansible-playbook"), "-i", str(inv),
+           str(REPO_ROOT / "playbooks" / playbook), *args]
+    return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1200, check=False)
+
+
+def _recap(output: str) -> dict[str, dict[str, int]]:
+    rows = re.findall(r"^(\S+)\s+:\s+((?:\w+=\d+\s*)+)$", output, re.M)
+    return {host: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)} for host, counts in rows}
+
+
+def test_unreachable_node_does_not_stop_the_others(tmp_path):
+    # A 4th node whose container does not exist: the others finish (check mode: nothing changes on them), and the
+    # recap names it as unreachable.
+    inv = _inventory(tmp_path, {"clu-node4": {"ansible_connection": "community.docker.docker",
+                                              "ansible_host": "10.91.0.14", "ansible_docker_host": "clu-node4"}})
+    run = _playbook(inv, "cluster.yml", "--check")
+    recap = _recap(run.stdout)
+    assert run.returncode == 4, run.stdout[-3000:] + run.stderr
+    assert recap["clu-node4"]["unreachable"] == 1
+    for name in NAMES:
+        assert recap[name]["failed"] == 0 and recap[name]["unreachable"] == 0, recap
+    # The others ran to the end of the play.
+    last = run.stdout[run.stdout.rindex("Record the Open MPI installation as a local fact"):]
+    assert all(f"[{name}]" in last.split("PLAY RECAP")[0] for name in NAMES)
+
+
+def test_unreachable_mount_source_fails_with_mount_error_and_fstab_untouched(tmp_path, hosts):
+    inv = _inventory(tmp_path)
+    before = hosts[NAMES[1]].file("/etc/fstab").content_string
+    run = _playbook(inv, "storage.yml", "--limit", NAMES[1], "-e", "cpfs_client_glusterfs_volume=clu-node1:/nosuchvol",
+                    "-e", "scc_shared_dir=/mnt/clu-bad")
+    assert run.returncode == 2, run.stdout[-3000:]
+    failures = re.findall(r"^fatal: \[(\S+)\]: FAILED! => (\{.*\})$", run.stdout, re.M)
+    assert [h for h, _ in failures] == [NAMES[1]]
+    import json
+
+    msg = json.loads(failures[0][1])["msg"]
+    assert "cannot mount clu-node1:/nosuchvol (glusterfs, cpfs_client_glusterfs_volume)" in msg
+    assert re.search(r"Mounting glusterfs on /tmp/scc-cpfs-probe\.\w+ failed", msg)  # the mount's own error
+    assert "/etc/fstab was not changed" in msg and "Fix:" in msg
+    assert hosts[NAMES[1]].file("/etc/fstab").content_string == before
+    assert hosts[NAMES[1]].run("findmnt /mnt/clu-bad").rc == 1

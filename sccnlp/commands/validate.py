@@ -1,0 +1,138 @@
+"""`sccnlp validate`: run playbooks/validate.yml, merge the per-node fragments, write the report, print a summary.
+
+Exit status: 0 when every check passed or was skipped with a reason; 1 when a check failed, a node was
+unreachable or did not finish, or no fragment came back for a node of the run.
+``--from-fragments DIR`` skips the playbook and (re)builds the report from DIR/fragments/*.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TextIO
+
+from sccnlp.errors import SccError
+
+FRAGMENTS = "fragments"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("validate", help="check GPUs, RDMA/NCCL, MPI and shared storage; write the report")
+    _add_options(parser)
+    parser.set_defaults(func=run)
+
+
+def _add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-i", "--inventory", help="inventory (static file, *.scc.yml, or the test bed's)")
+    parser.add_argument("-l", "--limit", help="limit to these hosts (Ansible pattern)")
+    parser.add_argument("--report-dir", default="validate-report",
+                        help="where fragments/, raw/, report.json and report.html go [%(default)s]")
+    parser.add_argument("-e", "--extra-var", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra variable, e.g. validate_gpu_quick=true (repeatable)")
+    parser.add_argument("--from-fragments", action="store_true",
+                        help="do not run the playbook; rebuild the report from REPORT_DIR/fragments/")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every task")
+
+
+def _extravars(pairs: list[str]) -> dict[str, Any]:
+    """KEY=VALUE pairs; a VALUE starting with { or [ is JSON (e.g. validate_floors_override={"cluster": {...}})."""
+    out: dict[str, Any] = {}
+    for item in pairs:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SccError(f"-e {item!r}: expected KEY=VALUE")
+        if value[:1] in ("{", "["):
+            try:
+                out[key] = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise SccError(f"-e {key}=...: the value is not valid JSON ({exc.msg} at column {exc.colno}); "
+                               'quote it like -e \'validate_floors_override={"gpu": {"H200": {"copy_tbps": 4}}}\'') \
+                    from exc
+        else:
+            out[key] = value
+    return out
+
+
+def fragment_files(report_dir: Path) -> list[Path]:
+    return sorted((report_dir / FRAGMENTS).glob("*.json"))
+
+
+def clear_fragments(report_dir: Path) -> None:
+    """Remove the fragments of an earlier run so they cannot be merged into this one."""
+    for path in fragment_files(report_dir):
+        path.unlink()
+
+
+def build_report(report_dir: Path, stream: TextIO) -> tuple[dict[str, Any], int]:
+    """Merge the fragments, write report.json/html, print the summary; return (results, failed check count)."""
+    from sccnlp.report.collect import merge
+    from sccnlp.report.render import write_report
+    from sccnlp.report.summary import text_summary
+
+    files = fragment_files(report_dir)
+    if not files:
+        raise SccError(f"no result fragments in {report_dir / FRAGMENTS}: the validate playbook reached no node "
+                       "(see its output above), or --report-dir points elsewhere", exit_code=1)
+    results = merge(files)
+    results["run"].setdefault("finished", datetime.now(timezone.utc).isoformat())
+    json_path, html_path = write_report(results, report_dir)
+    print(text_summary(results), file=stream)
+    print(f"Report: {json_path} and {html_path}", file=stream)
+    return results, count_failures(results)
+
+
+def count_failures(results: dict[str, Any]) -> int:
+    checks = [c for node in results.get("nodes", {}).values() for c in node.get("checks", [])]
+    checks += (results.get("cluster") or {}).get("checks", [])
+    return sum(1 for c in checks if c.get("status") == "fail")
+
+
+def run(args: argparse.Namespace, stream: TextIO | None = None) -> int:
+    stream = stream or sys.stdout
+    report_dir = Path(args.report_dir).resolve()
+    if args.from_fragments:
+        _results, failed = build_report(report_dir, stream)
+        return 1 if failed else 0
+    if not args.inventory:
+        raise SccError("sccnlp validate needs -i INVENTORY (or --from-fragments to rebuild a report)")
+    from sccnlp.runner import print_summary, run_playbook
+
+    report_dir.mkdir(parents=True, exist_ok=True)
+    clear_fragments(report_dir)
+    extra: dict[str, Any] = {"validate_report_dir": str(report_dir), "validate_merge_report": False}
+    extra.update(_extravars(args.extra_var))
+    result = run_playbook("validate", args.inventory, extravars=extra, limit=args.limit, verbose=args.verbose,
+                          stream=stream)
+    print_summary(result, stream=stream)
+    print("", file=stream)
+    results, failed = build_report(report_dir, stream) if fragment_files(report_dir) else ({"nodes": {}}, 0)
+    missing = sorted(set(result.hosts) - set(results.get("nodes", {})))
+    unreachable = sorted(h for h, s in result.hosts.items() if s.unreachable)
+    if unreachable:
+        print(f"Unreachable (no results): {', '.join(unreachable)}", file=stream)
+    elif missing:
+        print(f"No results from: {', '.join(missing)} (the playbook failed there before writing them)", file=stream)
+    if not result.hosts and not results.get("nodes"):
+        raise SccError(f"the validate playbook matched no node of {args.inventory} (limit {args.limit!r}); "
+                       "check the group scc_cluster and --limit", exit_code=1)
+    return 1 if failed or missing or unreachable or result.rc != 0 else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m sccnlp.commands.validate ...`: the same options without the `sccnlp` front end (used by
+    playbooks/validate.yml to write the report when run with ansible-playbook, and by scripts/device/)."""
+    parser = argparse.ArgumentParser(prog="python -m sccnlp.commands.validate", description=__doc__.splitlines()[0])
+    _add_options(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except SccError as exc:
+        print(f"sccnlp validate: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

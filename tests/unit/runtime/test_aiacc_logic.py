@@ -1,0 +1,161 @@
+"""The aiacc role's decision logic (files/aiacc_logic.py): backend selection, knobs, --check-build parser."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+
+def test_source_is_the_one_configured(aiacc: ModuleType) -> None:
+    assert aiacc.aiacc_source("", "", "") == ""
+    assert aiacc.aiacc_source("https://mirror/p.whl", "", "") == "url"
+    assert aiacc.aiacc_source("", "/opt/wheels", "") == "wheel_dir"
+    assert aiacc.aiacc_source("", "", "file:///x.tar.gz") == "conda"
+    both = aiacc.aiacc_source("https://mirror/p.whl", "/opt/wheels", "")
+    assert both == "error: set only one AIACC-Training source, not aiacc_wheel_url and aiacc_wheel_dir"
+
+
+def test_required_aiacc_without_source_says_how_to_configure_it(aiacc: ModuleType) -> None:
+    sel = aiacc.aiacc_select("aiacc", "native", "", "pytorch")
+    assert sel["backend"] == ""
+    assert "no AIACC-Training source is configured" in sel["error"]
+    for fix in ("aiacc_wheel_url", "aiacc_wheel_sha256", "aiacc_wheel_dir", "aiacc_conda_archive",
+                "aiacc_backend: auto", "(native)"):
+        assert fix in sel["error"]
+
+
+def test_auto_without_source_falls_back(aiacc: ModuleType) -> None:
+    assert aiacc.aiacc_select("auto", "native", "", "pytorch") == {
+        "backend": "native", "reason": "no AIACC-Training source configured; fallback native", "error": ""}
+    assert aiacc.aiacc_select("auto", "horovod", "", "tensorflow")["backend"] == "horovod"
+
+
+def test_source_but_import_not_tried_is_pending(aiacc: ModuleType) -> None:
+    assert aiacc.aiacc_select("auto", "native", "wheel_dir", "pytorch")["backend"] == "pending"
+    assert aiacc.aiacc_select("aiacc", "native", "url", "pytorch")["error"] == ""
+
+
+def test_import_works(aiacc: ModuleType) -> None:
+    sel = aiacc.aiacc_select("auto", "native", "url", "tensorflow", {"ok": True, "error": ""})
+    assert sel["backend"] == "aiacc"
+    assert "perseus.tensorflow.horovod" in sel["reason"]
+
+
+ERR = "ModuleNotFoundError: No module named 'perseus.torch._perseus_ops'"
+
+
+def test_required_aiacc_import_failure_names_the_error(aiacc: ModuleType) -> None:
+    sel = aiacc.aiacc_select("aiacc", "native", "wheel_dir", "pytorch", {"ok": False, "error": ERR})
+    assert sel["backend"] == ""
+    assert sel["error"].startswith("aiacc_backend is 'aiacc' but `import perseus.torch.horovod` failed after "
+                                   "installing from wheel_dir: " + ERR)
+    assert "aiacc_backend: auto" in sel["error"]
+
+
+def test_auto_import_failure_falls_back_with_the_error(aiacc: ModuleType) -> None:
+    sel = aiacc.aiacc_select("auto", "horovod", "wheel_dir", "pytorch", {"ok": False, "error": ERR})
+    assert sel == {"backend": "horovod",
+                   "reason": f"`import perseus.torch.horovod` failed ({ERR}); fallback horovod", "error": ""}
+
+
+@pytest.mark.parametrize("requested", ["horovod", "native"])
+def test_explicit_backend_ignores_aiacc(aiacc: ModuleType, requested: str) -> None:
+    assert aiacc.aiacc_select(requested, "native", "url", "pytorch", None)["backend"] == requested
+
+
+def test_bad_request_values(aiacc: ModuleType) -> None:
+    assert "not one of auto, aiacc, horovod, native" in aiacc.aiacc_select("mpi", "native", "", "pytorch")["error"]
+    assert "aiacc_fallback 'aiacc'" in aiacc.aiacc_select("auto", "aiacc", "", "pytorch")["error"]
+    two = aiacc.aiacc_source("u", "d", "")
+    assert aiacc.aiacc_select("auto", "native", two, "pytorch")["error"].startswith("set only one")
+
+
+@pytest.mark.parametrize(("requested", "fallback", "compression", "bad"), [
+    ("auto", "native", "none", ""),
+    ("auto", "native", "fp16", ""),
+    ("auto", "native", "bf16", "aiacc"),      # auto may end in aiacc, which has no bf16
+    ("native", "native", "bf16", ""),
+    ("auto", "horovod", "mixed", "horovod"),
+    ("horovod", "native", "mixed", "horovod"),
+    ("aiacc", "native", "mixed", ""),
+])
+def test_compression_is_checked_against_possible_backends(aiacc: ModuleType, requested: str, fallback: str,
+                                                          compression: str, bad: str) -> None:
+    error = aiacc.aiacc_knob_error(requested, fallback, compression)
+    if bad:
+        assert f"not supported by the {bad} backend" in error
+    else:
+        assert error == ""
+
+
+KNOBS = {"compression": "fp16", "nan_check": True, "hierarchical_allreduce": True, "streams": 4,
+         "disable_stream_tuning": True, "fusion_threshold_bytes": 67108864, "cycle_time_ms": 3.5,
+         "extra": {"PERSEUS_ALLREDUCE_EXTRA": "x y"}}
+
+
+def test_aiacc_env_renders_every_perseus_knob(aiacc: ModuleType) -> None:
+    env = dict(aiacc.aiacc_env("aiacc", KNOBS))
+    assert env == {
+        "SCC_COMM_BACKEND": "aiacc", "SCC_TRAINER_BACKEND": "aiacc", "SCC_GRAD_COMPRESSION": "fp16",
+        "PERSEUS_ALLREDUCE_DTYPE": "0", "PERSEUS_ALLREDUCE_NANCHECK": "1", "PERSEUS_ALLREDUCE_MODE": "1",
+        "PERSEUS_ALLREDUCE_STREAMS": "4", "PERSEUS_ALLREDUCE_FUSION": "67108864",
+        "PERSEUS_ALLREDUCE_DISABLE_STREAM_TUNING": "1", "PERSEUS_ALLREDUCE_EXTRA": "x y"}
+
+
+@pytest.mark.parametrize(("compression", "dtype"), [("fp16", "0"), ("none", "1"), ("mixed", "2")])
+def test_perseus_dtype_mapping(aiacc: ModuleType, compression: str, dtype: str) -> None:
+    env = dict(aiacc.aiacc_env("aiacc", {"compression": compression}))
+    assert env["PERSEUS_ALLREDUCE_DTYPE"] == dtype
+    assert env["PERSEUS_ALLREDUCE_NANCHECK"] == "0"
+
+
+def test_horovod_env(aiacc: ModuleType) -> None:
+    env = aiacc.aiacc_env("horovod", {**KNOBS, "extra": {}})
+    assert env == [["SCC_COMM_BACKEND", "horovod"], ["SCC_TRAINER_BACKEND", "horovod"],
+                   ["SCC_GRAD_COMPRESSION", "fp16"], ["HOROVOD_FUSION_THRESHOLD", "67108864"],
+                   ["HOROVOD_CYCLE_TIME", "3.5"], ["HOROVOD_HIERARCHICAL_ALLREDUCE", "1"]]
+
+
+def test_native_env_has_the_ddp_bucket_in_mib(aiacc: ModuleType) -> None:
+    env = dict(aiacc.aiacc_env("native", {"compression": "bf16", "fusion_threshold_bytes": 134217728}))
+    assert env == {"SCC_COMM_BACKEND": "native", "SCC_TRAINER_BACKEND": "torch", "SCC_GRAD_COMPRESSION": "bf16",
+                   "SCC_DDP_BUCKET_CAP_MB": "128"}
+    assert not any(k.startswith(("PERSEUS_", "HOROVOD_")) for k in env)
+
+
+def test_bad_extra_env_name_is_refused(aiacc: ModuleType) -> None:
+    with pytest.raises(ValueError, match="'BAD-NAME' is not a valid environment variable name"):
+        aiacc.aiacc_env("native", {"extra": {"BAD-NAME": "1"}})
+
+
+def test_check_build_parser_pytorch_nccl(aiacc: ModuleType, data_dir: Path) -> None:
+    out = aiacc.horovod_check_build((data_dir / "horovodrun_check_build_0.28.1_pytorch_nccl.txt").read_text())
+    assert out == {
+        "version": "0.28.1",
+        "frameworks": {"TensorFlow": False, "PyTorch": True, "MXNet": False},
+        "controllers": {"MPI": True, "Gloo": True},
+        "operations": {"NCCL": True, "DDL": False, "CCL": False, "MPI": True, "Gloo": True},
+    }
+
+
+def test_check_build_parser_tf(aiacc: ModuleType, data_dir: Path) -> None:
+    out = aiacc.horovod_check_build((data_dir / "horovodrun_check_build_0.22.1_tf_torch.txt").read_text())
+    assert out["version"] == "0.22.1"
+    assert out["frameworks"]["TensorFlow"] and out["frameworks"]["PyTorch"]
+
+
+def test_check_build_parser_garbage(aiacc: ModuleType) -> None:
+    assert aiacc.horovod_check_build("horovodrun: command not found") == {
+        "version": "", "frameworks": {}, "controllers": {}, "operations": {}}
+
+
+def test_command_line_entry_prints_json(aiacc: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    """The role calls the file through the pipe lookup: one JSON request in argv, one JSON answer on stdout."""
+    import json
+
+    assert aiacc.main(["x", json.dumps({"call": "aiacc_source", "args": ["", "/w", ""]})]) == 0
+    assert json.loads(capsys.readouterr().out) == "wheel_dir"
+    aiacc.main(["x", json.dumps({"call": "aiacc_env", "args": ["native", {"extra": {"A-B": 1}}]})])
+    assert "not a valid environment variable name" in json.loads(capsys.readouterr().out)["error"]

@@ -143,6 +143,7 @@ keyed_groups:
 compose:
   ansible_user: "'root'"
 
+---
 # The same through a VPC endpoint, credentials from the aliyun CLI profile "scc", cached for an hour
 plugin: scc.nlp_training.scc
 regions: [cn-hangzhou, cn-shanghai]
@@ -153,6 +154,7 @@ cache_plugin: ansible.builtin.jsonfile
 cache_connection: ~/.cache/scc-inventory
 cache_timeout: 3600
 
+---
 # A type the built-in table does not know, and four MPI slots per node instead of one per GPU
 plugin: scc.nlp_training.scc
 regions: [ap-southeast-1]

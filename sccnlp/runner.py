@@ -63,7 +63,7 @@ def _event_printer(stream: TextIO, verbose: bool) -> Callable[[dict[str, Any]], 
             label = _PROGRESS_EVENTS[kind]
             res = data.get("res") or {}
             changed = " (changed)" if res.get("changed") else ""
-            if label != "ok" or changed or verbose:
+            if label in ("FAILED", "UNREACHABLE") or changed or verbose:
                 line = f"   {data.get('host', '?'):<14} {label:<11} {data.get('task', '')}{changed}"
                 if label in ("FAILED", "UNREACHABLE"):
                     line += f": {_one_line(res.get('msg') or res.get('stderr') or '')}"
@@ -208,6 +208,26 @@ def _summarise(result: Any) -> dict[str, HostSummary]:
         for host, count in (stats.get(key) or {}).items():
             summary = hosts.setdefault(host, HostSummary())
             setattr(summary, attr, int(count))
+    # The final stats event can miss hosts of earlier plays (seen with imported playbooks ending in a localhost
+    # play): count the per-task events of any host it does not list.
+    counted: dict[str, HostSummary] = {}
+    for event in result.events:
+        data = event.get("event_data", {})
+        host = data.get("host")
+        kind = event.get("event")
+        if not host or host in hosts:
+            continue
+        summary = counted.setdefault(host, HostSummary())
+        if kind == "runner_on_ok":
+            summary.ok += 1
+            summary.changed += int(bool((data.get("res") or {}).get("changed")))
+        elif kind == "runner_on_failed" and not data.get("ignore_errors"):
+            summary.failed += 1
+        elif kind == "runner_on_skipped":
+            summary.skipped += 1
+        elif kind == "runner_on_unreachable":
+            summary.unreachable += 1
+    hosts.update(counted)
     for event in result.events:
         kind = event.get("event")
         if kind in ("runner_on_failed", "runner_on_unreachable"):

@@ -36,21 +36,14 @@ _value:
   type: dict
 """
 
-from ansible.errors import AnsibleFilterError
-from ansible.module_utils.common.text.converters import to_text
 
+from ansible_collections.scc.nlp_training.plugins.plugin_utils.filter_input import tool_text
 from ansible_collections.scc.nlp_training.plugins.module_utils.parsers.perftest import parse_perftest as _parse
 
 
 def parse_perftest(text):
     """Parse the tool output; raise AnsibleFilterError for input that is not text."""
-    if text is None or isinstance(text, (dict, list)):
-        raise AnsibleFilterError(
-            "parse_perftest expects the text output of perftest"
-            " (for example register.stdout), got %s"
-            % type(text).__name__
-        )
-    return _parse(to_text(text))
+    return _parse(tool_text(text, "parse_perftest", "perftest"))
 
 
 class FilterModule(object):

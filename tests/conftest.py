@@ -1,4 +1,4 @@
-"""Load the scc inventory plugin through Ansible's real plugin loader, from this checkout."""
+"""Shared fixtures: the scc inventory plugin loaded through Ansible's real plugin loader, from this checkout."""
 
 from __future__ import annotations
 

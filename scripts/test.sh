@@ -67,7 +67,8 @@ stage_unit() {
 
 stage_molecule() {
   sccnlp testbed image || return 1
-  for s in $MOLECULE_SCENARIOS; do molecule test -s "$s" || return 1; done
+  local scenario
+  for scenario in $MOLECULE_SCENARIOS; do molecule test -s "$scenario" || return 1; done
 }
 
 stage_e2e() {

@@ -6,7 +6,7 @@ export SCCNLP_COLLECTIONS_PATH ?= /tmp/sccnlp-collections-$(shell id -u)
 export ANSIBLE_COLLECTIONS_PATH := $(SCCNLP_COLLECTIONS_PATH)
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: bootstrap demo test lint unit integration molecule clean
+.PHONY: bootstrap demo test lint unit molecule e2e clean
 
 bootstrap:
 	./scripts/bootstrap.sh
@@ -15,7 +15,7 @@ bootstrap:
 demo: bootstrap
 	$(BIN)/sccnlp up
 
-## Everything CI runs: lint, unit tests, loopback integration tests, the 3-node cluster scenario.
+## What CI runs: lint, unit tests, loopback integration tests, the 3-node cluster scenario.
 test: bootstrap
 	./scripts/test.sh
 
@@ -27,6 +27,9 @@ unit: bootstrap
 
 molecule: bootstrap
 	./scripts/test.sh molecule
+
+e2e: bootstrap
+	./scripts/test.sh e2e
 
 clean:
 	-$(BIN)/sccnlp testbed down

@@ -29,7 +29,6 @@ PLAYBOOK = """
 """
 
 
-
 def _ansible_playbook() -> str:
     """ansible-playbook next to this interpreter (the dev venv), else on PATH."""
     local = Path(sys.executable).parent / "ansible-playbook"
@@ -45,7 +44,8 @@ def double(tmp_path: Path) -> Path:
     return root
 
 
-def _run(tmp_path: Path, double: Path, sysfs_root: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+def _run(tmp_path: Path, double: Path, sysfs_root: Path, prefix: list[str] | None = None,
+         **extra: str) -> subprocess.CompletedProcess[str]:
     book = tmp_path / "ib.yml"
     book.write_text(PLAYBOOK)
     args = {"ib_check_sysfs_root": str(sysfs_root), "ib_check_install_packages": "false",
@@ -53,7 +53,7 @@ def _run(tmp_path: Path, double: Path, sysfs_root: Path, **extra: str) -> subpro
             "_ib_check_fact_path": str(tmp_path / "facts.d" / "scc_ib_check.fact"),
             "ansible_python_interpreter": sys.executable, **extra}
     (tmp_path / "facts.d").mkdir(exist_ok=True)
-    cmd = [_ansible_playbook(), "-i", "localhost,", str(book)]
+    cmd = [*(prefix or []), _ansible_playbook(), "-i", "localhost,", str(book)]
     for key, value in args.items():
         cmd += ["-e", f"{key}={value}"]
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=_collections_path(), ANSIBLE_NOCOLOR="1",
@@ -111,3 +111,23 @@ def test_firmware_update_needs_a_source(tmp_path, double):
     assert result.returncode != 0
     assert "ib_check_firmware_update is true but the source is incomplete" in result.stdout
     assert not (tmp_path / "nccl.conf").exists()
+
+
+def test_loopback_only_node_uses_lo(tmp_path, double):
+    """A lone node whose only interface is loopback (the lent GPU VM): NCCL's socket goes over lo, not an empty name.
+
+    The role runs inside a fresh network namespace (`unshare --net`), where `lo` is the only interface, as on the
+    lent GPU machine, where the gates once failed on an empty NCCL_SOCKET_IFNAME.
+    """
+    unshare = shutil.which("unshare")
+    assert unshare, "unshare (util-linux) is needed for this test"
+    # A new network and mount namespace; sysfs mounted again so /sys/class/net shows this namespace's interfaces.
+    prefix = [unshare, "--net", "--mount", "--map-root-user", "sh", "-c", 'mount -t sysfs sysfs /sys && exec "$@"', "-"]
+    probe = subprocess.run([*prefix, "ls", "/sys/class/net"], capture_output=True, text=True)
+    assert probe.returncode == 0, f"cannot create a network namespace here: {probe.stderr.strip()}"
+    assert probe.stdout.split() == ["lo"], f"the namespace shows more than loopback: {probe.stdout}"
+    result = _run(tmp_path, double, tmp_path / "empty", prefix=prefix)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "localhost: no RDMA devices, NCCL will use TCP over lo" in result.stdout
+    conf = (tmp_path / "nccl.conf").read_text().splitlines()
+    assert "NCCL_SOCKET_IFNAME=lo" in conf and "NCCL_IB_DISABLE=1" in conf

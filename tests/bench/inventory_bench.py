@@ -5,8 +5,10 @@
   cold     `ansible-inventory -i bench.scc.yml --list --flush-cache`  (every page fetched through the SDK)
   hit      `ansible-inventory -i bench.scc.yml --list`             (cache hit: the server must see no request)
 and the same two with a `compose` + `keyed_groups` config. Goals (over the static baseline): cold <= 2 s, hit <= 0.2 s.
+Also measured, as Ansible's own floor for this many hosts:
+  static-N `ansible-inventory -i static-N.yml --list`  (the same N host names, `ansible_host` only, no plugin)
 
-    PYTHONPATH=. /work/venv/bin/python tests/bench/inventory_bench.py [--runs 3] [--instances 5000]
+    PYTHONPATH=. .venv/bin/python tests/bench/inventory_bench.py [--runs 3] [--instances 5000]
 """
 
 from __future__ import annotations
@@ -66,6 +68,11 @@ def main() -> int:
                                    "compose:\n  ansible_user: \"'root'\"\n"
                                    "keyed_groups:\n  - key: scc_tags.rack\n    prefix: rack\n"))
             results["static"] = timed([tool, "-i", str(work / "one.ini"), "--list"], env, args.runs)
+            static_n = work / f"static-{len(insts)}.yml"
+            ips = [i["VpcAttributes"]["PrivateIpAddress"]["IpAddress"][0] for i in insts]
+            static_n.write_text("all:\n  hosts:\n" + "".join(
+                f"    {i['InstanceId']}:\n      ansible_host: {ip}\n" for i, ip in zip(insts, ips, strict=True)))
+            results[f"static-{len(insts)}"] = timed([tool, "-i", str(static_n), "--list"], env, args.runs)
             for label, cfg in (("plain", plain), ("rich", rich)):
                 api.state.reset_requests()
                 results[f"{label} cold"] = timed([tool, "-i", str(cfg), "--list", "--flush-cache"], env, args.runs)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -195,9 +197,17 @@ def _inventory(tmp_path: Path, extra_hosts: dict[str, dict] | None = None) -> Pa
     return inv
 
 
+def _tool(name: str) -> str:
+    """An Ansible command from the environment running these tests (the project's .venv), else from PATH."""
+    local = Path(sys.executable).parent / name
+    found = str(local) if local.exists() else shutil.which(name)
+    assert found, f"{name} is not installed next to {sys.executable} nor on PATH"
+    return found
+
+
 def _playbook(inv: Path, playbook: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"}
-    cmd = [str(Path(os.environ.get("VIRTUAL_ENV", "/work/venv")) / "bin/ansible-playbook"), "-i", str(inv),
+    cmd = [_tool("ansible-playbook"), "-i", str(inv),
            str(REPO_ROOT / "playbooks" / playbook), *args]
     return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1200, check=False)
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,8 @@ from sccnlp.compat import matrix_path
 from sccnlp.runner import _collections_path
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-ANSIBLE = Path("/work/venv/bin/ansible") if Path("/work/venv/bin/ansible").exists() else Path("ansible")
+ANSIBLE = Path(sys.executable).parent / "ansible" if (Path(sys.executable).parent / "ansible").exists() \
+    else Path(shutil.which("ansible") or "ansible")
 
 
 def test_8xh100_query_csv(fixture_text, matrix: dict[str, Any]) -> None:

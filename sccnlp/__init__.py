@@ -1,3 +1,3 @@
 """sccnlp: drives the scc.nlp_training collection and holds its node-side programs."""
 
-__version__ = "0.1.0"
+__version__ = "0.1.1"

@@ -109,7 +109,9 @@ def run(args: argparse.Namespace, stream: TextIO | None = None) -> int:
     print_summary(result, stream=stream)
     print("", file=stream)
     results, failed = build_report(report_dir, stream) if fragment_files(report_dir) else ({"nodes": {}}, 0)
-    missing = sorted(set(result.hosts) - set(results.get("nodes", {})))
+    # Hosts that ran something and sent no fragment; the controller's merge play (skipped here) is not a node.
+    missing = sorted(h for h, s in result.hosts.items()
+                     if h not in results.get("nodes", {}) and (s.ok or s.changed or s.failed or s.unreachable))
     unreachable = sorted(h for h, s in result.hosts.items() if s.unreachable)
     if unreachable:
         print(f"Unreachable (no results): {', '.join(unreachable)}", file=stream)

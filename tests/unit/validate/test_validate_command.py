@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +60,37 @@ def test_no_fragments_is_one_clear_error(tmp_path):
 def test_inventory_required_without_from_fragments(tmp_path):
     with pytest.raises(SccError, match="needs -i INVENTORY"):
         cmd.run(_args(tmp_path, from_fragments=False))
+
+
+def _fake_run(hosts, write):
+    from sccnlp.runner import RunResult
+
+    def run_playbook(name, inventory, extravars, **_kw):
+        for host in write:
+            _write(Path(extravars["validate_report_dir"]), host, 3, 3)
+        return RunResult(status="failed" if any(h.failed for h in hosts.values()) else "successful",
+                         rc=2 if any(h.failed for h in hosts.values()) else 0, hosts=hosts)
+    return run_playbook
+
+
+def test_controller_play_is_not_a_node_without_results(tmp_path, monkeypatch):
+    from sccnlp import runner
+
+    hosts = {"node-1": runner.HostSummary(ok=40), "localhost": runner.HostSummary(skipped=1)}
+    monkeypatch.setattr(runner, "run_playbook", _fake_run(hosts, ["node-1"]))
+    monkeypatch.setattr(runner, "print_summary", lambda *_a, **_k: None)
+    out = io.StringIO()
+    assert cmd.run(_args(tmp_path, inventory="inv.yml", from_fragments=False), stream=out) == 0, out.getvalue()
+    assert "No results from" not in out.getvalue()
+
+
+def test_node_that_failed_before_its_fragment_is_named(tmp_path, monkeypatch):
+    from sccnlp import runner
+
+    hosts = {"node-1": runner.HostSummary(ok=40), "node-2": runner.HostSummary(ok=3, failed=1),
+             "localhost": runner.HostSummary(skipped=1)}
+    monkeypatch.setattr(runner, "run_playbook", _fake_run(hosts, ["node-1"]))
+    monkeypatch.setattr(runner, "print_summary", lambda *_a, **_k: None)
+    out = io.StringIO()
+    assert cmd.run(_args(tmp_path, inventory="inv.yml", from_fragments=False), stream=out) == 1
+    assert "No results from: node-2 (the playbook failed there before writing them)" in out.getvalue()

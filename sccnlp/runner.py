@@ -112,6 +112,9 @@ def run_playbook(
         "ANSIBLE_CONFIG": str(collection_root() / "ansible.cfg"),
         "ANSIBLE_FORCE_COLOR": "0",
         "ANSIBLE_NOCOLOR": "1",
+        # ansible-runner wraps the caller's stdout callback; a json or other one in the user's environment would
+        # strip the task messages and progress from the events this module prints.
+        "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default",
         # An inventory that does not parse is an error, not a silent run on zero hosts.
         "ANSIBLE_INVENTORY_UNPARSED_FAILED": "True",
     }

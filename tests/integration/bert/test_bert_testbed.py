@@ -37,13 +37,20 @@ def inventory() -> str:
     return path
 
 
-def _env() -> dict[str, str]:
+def _env(json_output: bool = False) -> dict[str, str]:
+    """The environment of the commands run here; `json_output` for ad-hoc `ansible` runs whose answer is parsed.
+
+    `sccnlp train` gets the user's plain environment: it reads ansible-runner's events, which a json stdout
+    callback would reduce to bare "failed" results without the task's message or the streamed progress.
+    """
     from sccnlp import runner
     from sccnlp.paths import collection_root
 
-    return {**os.environ, "ANSIBLE_COLLECTIONS_PATH": runner._collections_path(),
-            "ANSIBLE_CONFIG": str(collection_root() / "ansible.cfg"), "PYTHONPATH": str(collection_root()),
-            "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "json"}
+    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": runner._collections_path(),
+           "ANSIBLE_CONFIG": str(collection_root() / "ansible.cfg"), "PYTHONPATH": str(collection_root())}
+    if json_output:
+        env.update(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
+    return env
 
 
 def _bin(name: str) -> str:
@@ -67,14 +74,14 @@ def nodes(inventory: str) -> list[str]:
 def read_on(inventory: str, host: str, path: str) -> str | None:
     """A file's content on a node (None if missing), through an ad-hoc slurp."""
     got = subprocess.run([_bin("ansible"), "-i", inventory, host, "-m", "ansible.builtin.slurp", "-a", f"src={path}"],
-                         capture_output=True, text=True, env=_env(), check=False)
+                         capture_output=True, text=True, env=_env(json_output=True), check=False)
     result = json.loads(got.stdout)["plays"][0]["tasks"][0]["hosts"][host]
     return base64.b64decode(result["content"]).decode() if "content" in result else None
 
 
 def shell_on(inventory: str, host: str, cmd: str) -> str:
     got = subprocess.run([_bin("ansible"), "-i", inventory, host, "-m", "ansible.builtin.shell", "-a", cmd],
-                         capture_output=True, text=True, env=_env(), check=False)
+                         capture_output=True, text=True, env=_env(json_output=True), check=False)
     return str(json.loads(got.stdout)["plays"][0]["tasks"][0]["hosts"][host].get("stdout", ""))
 
 

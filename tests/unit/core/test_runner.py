@@ -235,3 +235,20 @@ def test_installed_collection_needs_no_shim(monkeypatch: pytest.MonkeyPatch, tmp
     monkeypatch.setenv("SCCNLP_COLLECTIONS_PATH", str(tmp_path / "must-not-exist"))
     assert _collections_path() == str(tmp_path / "coll")
     assert not (tmp_path / "must-not-exist").exists()
+
+
+def test_a_json_stdout_callback_in_the_environment_keeps_the_messages(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user's ANSIBLE_STDOUT_CALLBACK=json must not reduce failures to a bare "failed" (it did for sccnlp train)."""
+    import sys
+
+    monkeypatch.setenv("ANSIBLE_STDOUT_CALLBACK", "json")
+    monkeypatch.setenv("ANSIBLE_LOAD_CALLBACK_PLUGINS", "1")
+    (tmp_path / "tiny.yml").write_text(PLAY)
+    inv = tmp_path / "inventory.ini"
+    inv.write_text(f"[scc_cluster]\nbad ansible_connection=local ansible_python_interpreter={sys.executable}\n")
+    progress = io.StringIO()
+    result = run_playbook(str(tmp_path / "tiny.yml"), inv, stream=progress)
+    assert result.hosts["bad"].failed == 1
+    assert "bad: tiny_setting is wrong: set tiny_setting to 1" in progress.getvalue() + " ".join(
+        result.hosts["bad"].messages)

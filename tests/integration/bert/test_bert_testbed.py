@@ -71,6 +71,14 @@ def nodes(inventory: str) -> list[str]:
     return hosts
 
 
+@pytest.fixture(scope="module")
+def runs(inventory: str, nodes: list[str]) -> str:
+    """Where the runs go on the shared storage: <scc_shared_dir>/bert/runs (the test bed mounts /mnt/shared)."""
+    got = subprocess.run([_bin("ansible-inventory"), "-i", inventory, "--host", nodes[0]], capture_output=True,
+                         text=True, env=_env(), check=True)
+    return f"{json.loads(got.stdout).get('scc_shared_dir', '/mnt/cpfs')}/bert/runs"
+
+
 def read_on(inventory: str, host: str, path: str) -> str | None:
     """A file's content on a node (None if missing), through an ad-hoc slurp."""
     got = subprocess.run([_bin("ansible"), "-i", inventory, host, "-m", "ansible.builtin.slurp", "-a", f"src={path}"],
@@ -85,14 +93,14 @@ def shell_on(inventory: str, host: str, cmd: str) -> str:
     return str(json.loads(got.stdout)["plays"][0]["tasks"][0]["hosts"][host].get("stdout", ""))
 
 
-def test_missing_corpus_fails_before_anything_changes(inventory: str, nodes: list[str]) -> None:
+def test_missing_corpus_fails_before_anything_changes(inventory: str, nodes: list[str], runs: str) -> None:
     got = sccnlp_train(inventory, *QUICK, "--steps", "5", "--corpus", "/nonexistent/corpus.txt",
                        "--run-name", RUN_NAME + "-bad")
     assert got.returncode != 0
     assert f"failed on {nodes[0]}" in got.stderr and "bert_corpus_path /nonexistent/corpus.txt does not exist" in \
         got.stderr
     assert "Traceback" not in got.stdout + got.stderr
-    assert shell_on(inventory, nodes[0], f"ls /mnt/cpfs/bert/runs/{RUN_NAME}-bad 2>/dev/null || echo absent") == \
+    assert shell_on(inventory, nodes[0], f"ls {runs}/{RUN_NAME}-bad 2>/dev/null || echo absent") == \
         "absent"
 
 
@@ -111,22 +119,22 @@ def test_vocab_size_mismatch_is_refused(inventory: str, nodes: list[str]) -> Non
     assert "vocabulary size mismatch" in got.stderr and "has 6 tokens" in got.stderr
 
 
-def _metrics(inventory: str, host: str) -> list[dict]:
-    text = read_on(inventory, host, f"/mnt/cpfs/bert/runs/{RUN_NAME}/metrics.jsonl") or ""
+def _metrics(inventory: str, host: str, runs: str) -> list[dict]:
+    text = read_on(inventory, host, f"{runs}/{RUN_NAME}/metrics.jsonl") or ""
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def test_tiny_bert_trains_across_all_nodes(inventory: str, nodes: list[str]) -> None:
+def test_tiny_bert_trains_across_all_nodes(inventory: str, nodes: list[str], runs: str) -> None:
     got = sccnlp_train(inventory, *QUICK, "--steps", "30", "--run-name", RUN_NAME)
     assert got.returncode == 0, got.stdout[-3000:] + got.stderr[-2000:]
     steps = [int(m) for m in re.findall(r"^\s+step=(\d+) loss=", got.stdout, re.M)]
     assert steps and steps[-1] == 30 and steps == sorted(steps)  # streamed progress
-    assert "seq/s=" in got.stdout and f"/mnt/cpfs/bert/runs/{RUN_NAME}" in got.stdout
-    records = _metrics(inventory, nodes[-1])  # read through another node: shared storage
+    assert "seq/s=" in got.stdout and f"{runs}/{RUN_NAME}" in got.stdout
+    records = _metrics(inventory, nodes[-1], runs)  # read through another node: shared storage
     assert records[-1]["step"] == 30 and records[-1]["loss"] < records[0]["loss"]
-    ckpts = shell_on(inventory, nodes[-1], f"ls /mnt/cpfs/bert/runs/{RUN_NAME}").split()
+    ckpts = shell_on(inventory, nodes[-1], f"ls {runs}/{RUN_NAME}").split()
     assert {"ckpt-10.pt", "ckpt-20.pt", "ckpt-30.pt"} <= set(ckpts)
-    log = shell_on(inventory, nodes[0], f"cat /mnt/cpfs/bert/runs/{RUN_NAME}/logs/train-*.log")
+    log = shell_on(inventory, nodes[0], f"cat {runs}/{RUN_NAME}/logs/train-*.log")
     world = int(re.search(r"world=(\d+) data_range", log).group(1))
     ranges = sorted((int(a), int(b)) for a, b in re.findall(r"data_range=\[(\d+),(\d+)\)", log))
     assert len(ranges) == world >= len(nodes)
@@ -136,7 +144,7 @@ def test_tiny_bert_trains_across_all_nodes(inventory: str, nodes: list[str]) -> 
     assert ranges[0][0] == 0 and ranges[-1][1] == meta["total"]
 
 
-def test_second_run_reuses_data_and_resumes(inventory: str, nodes: list[str]) -> None:
+def test_second_run_reuses_data_and_resumes(inventory: str, nodes: list[str], runs: str) -> None:
     same = sccnlp_train(inventory, *QUICK, "--steps", "30", "--run-name", RUN_NAME)
     assert same.returncode == 0 and "already holds ckpt-30.pt: not relaunched" in same.stdout
     assert "(reused: complete)" in same.stdout
@@ -146,4 +154,4 @@ def test_second_run_reuses_data_and_resumes(inventory: str, nodes: list[str]) ->
     assert "resumed from step 30" in more.stdout
     steps = [int(m) for m in re.findall(r"^\s+step=(\d+) loss=", more.stdout, re.M)]
     assert steps and min(steps) > 30 and steps[-1] == 40
-    assert _metrics(inventory, nodes[0])[-1]["step"] == 40
+    assert _metrics(inventory, nodes[0], runs)[-1]["step"] == 40

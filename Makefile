@@ -15,7 +15,7 @@ bootstrap:
 demo: bootstrap
 	$(BIN)/sccnlp up
 
-## What CI runs: lint, unit tests, loopback integration tests, the 3-node cluster scenario.
+## What CI runs: lint, unit tests, loopback integration tests, the 3-node cluster scenario, the demo end to end (e2e).
 test: bootstrap
 	./scripts/test.sh
 

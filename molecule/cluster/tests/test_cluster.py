@@ -7,6 +7,7 @@ backend would take for the container name.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -173,8 +174,6 @@ def test_shared_storage_is_mounted_from_fstab_with_netdev(hosts):
 
 
 def test_local_facts_record_the_setup(hosts):
-    import json
-
     for name in NAMES:
         cluster = json.loads(hosts[name].file("/etc/ansible/facts.d/scc_cluster.fact").content_string)
         assert cluster["nodes"] == NAMES and int(cluster["total_slots"]) == len(NAMES)
@@ -206,10 +205,23 @@ def _tool(name: str) -> str:
 
 
 def _playbook(inv: Path, playbook: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"}
+    # One known output format whatever molecule's environment sets (its ansible.cfg, callbacks).
+    env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default",
+           "ANSIBLE_CALLBACK_RESULT_FORMAT": "json", "ANSIBLE_CALLBACK_FORMAT_PRETTY": "false",
+           "ANSIBLE_DISPLAY_FAILED_STDERR": "false"}
     cmd = [_tool("ansible-playbook"), "-i", str(inv),
            str(REPO_ROOT / "playbooks" / playbook), *args]
     return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1200, check=False)
+
+
+def _failures(output: str) -> list[tuple[str, dict]]:
+    """(host, result) of every `fatal: [host]: FAILED! => {...}` line, the JSON read whole even over several lines."""
+    decoder = json.JSONDecoder()
+    found = []
+    for m in re.finditer(r"^fatal: \[(\S+)\]: FAILED! => ", output, re.M):
+        result, _ = decoder.raw_decode(output, m.end())
+        found.append((m.group(1), result))
+    return found
 
 
 def _recap(output: str) -> dict[str, dict[str, int]]:
@@ -239,11 +251,9 @@ def test_unreachable_mount_source_fails_with_mount_error_and_fstab_untouched(tmp
     run = _playbook(inv, "storage.yml", "--limit", NAMES[1], "-e", "cpfs_client_glusterfs_volume=clu-node1:/nosuchvol",
                     "-e", "scc_shared_dir=/mnt/clu-bad")
     assert run.returncode == 2, run.stdout[-3000:]
-    failures = re.findall(r"^fatal: \[(\S+)\]: FAILED! => (\{.*\})$", run.stdout, re.M)
-    assert [h for h, _ in failures] == [NAMES[1]]
-    import json
-
-    msg = json.loads(failures[0][1])["msg"]
+    failures = _failures(run.stdout + "\n" + run.stderr)
+    assert [h for h, _ in failures] == [NAMES[1]], run.stdout[-3000:] + run.stderr[-3000:]
+    msg = failures[0][1]["msg"]
     assert "cannot mount clu-node1:/nosuchvol (glusterfs, cpfs_client_glusterfs_volume)" in msg
     assert re.search(r"Mounting glusterfs on /tmp/scc-cpfs-probe\.\w+ failed", msg)  # the mount's own error
     assert "/etc/fstab was not changed" in msg and "Fix:" in msg

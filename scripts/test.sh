@@ -17,9 +17,12 @@ stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(lint unit molecule e2e)
 
 declare -A took
+# Only what the stages of this run made is removed (another run's molecule cluster or test bed stays).
 cleanup() {
-  for s in $MOLECULE_SCENARIOS; do molecule destroy -s "$s" >/dev/null 2>&1 || true; done
-  sccnlp testbed down --name "$E2E_TESTBED" >/dev/null 2>&1 || true
+  if [ -n "${took_molecule_started:-}" ]; then
+    for s in $MOLECULE_SCENARIOS; do molecule destroy -s "$s" >/dev/null 2>&1 || true; done
+  fi
+  if [ -n "${took_e2e_started:-}" ]; then sccnlp testbed down --name "$E2E_TESTBED" >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
 
@@ -67,12 +70,14 @@ stage_unit() {
 }
 
 stage_molecule() {
+  took_molecule_started=1
   sccnlp testbed image || return 1
   local scenario
   for scenario in $MOLECULE_SCENARIOS; do molecule test -s "$scenario" || return 1; done
 }
 
 stage_e2e() {
+  took_e2e_started=1
   sccnlp up --name "$E2E_TESTBED" --subnet 10.87.0.0/24 || return 1
   local inv
   inv=$(sccnlp testbed inventory --name "$E2E_TESTBED")

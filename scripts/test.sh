@@ -9,8 +9,10 @@ export PATH=$BIN:$PATH
 export ANSIBLE_COLLECTIONS_PATH=${SCCNLP_COLLECTIONS_PATH:-/tmp/sccnlp-collections-$(id -u)}
 export SCCNLP_COLLECTIONS_PATH=$ANSIBLE_COLLECTIONS_PATH
 export PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
-# Scenarios CI runs, in order (each `molecule test`: create, prepare, converge, idempotence, check, verify, destroy).
-MOLECULE_SCENARIOS=${MOLECULE_SCENARIOS:-cluster}
+# Scenarios CI runs, in order (each `molecule test`: create, prepare, converge, idempotence, a check-mode run that
+# must change nothing, verify, destroy). Scenarios joined by + run at the same time (small ones that mostly wait on
+# package downloads); their logs are printed one after the other when all have ended.
+MOLECULE_SCENARIOS=${MOLECULE_SCENARIOS:-cluster gpu_stack+runtime}
 E2E_TESTBED=ci-e2e
 
 stages=("$@")
@@ -20,7 +22,7 @@ declare -A took
 # Only what the stages of this run made is removed (another run's molecule cluster or test bed stays).
 cleanup() {
   if [ -n "${took_molecule_started:-}" ]; then
-    for s in $MOLECULE_SCENARIOS; do molecule destroy -s "$s" >/dev/null 2>&1 || true; done
+    for s in ${MOLECULE_SCENARIOS//+/ }; do molecule destroy -s "$s" >/dev/null 2>&1 || true; done
   fi
   if [ -n "${took_e2e_started:-}" ]; then sccnlp testbed down --name "$E2E_TESTBED" >/dev/null 2>&1 || true; fi
 }
@@ -72,8 +74,31 @@ stage_unit() {
 stage_molecule() {
   took_molecule_started=1
   sccnlp testbed image || return 1
-  local scenario
-  for scenario in $MOLECULE_SCENARIOS; do molecule test -s "$scenario" || return 1; done
+  local group
+  for group in $MOLECULE_SCENARIOS; do
+    if [[ $group != *+* ]]; then molecule test -s "$group" || return 1; continue; fi
+    molecule_together "${group//+/ }" || return 1
+  done
+}
+
+# molecule_together "A B ...": run the scenarios at the same time, each into its own log; print each log with its
+# exit status when all have ended; fail when any failed.
+molecule_together() {
+  local dir scenario rc=0 t0 result
+  dir=$(mktemp -d)
+  declare -A pids
+  t0=$(date +%s)
+  for scenario in $1; do
+    molecule test -s "$scenario" >"$dir/$scenario.log" 2>&1 &
+    pids[$scenario]=$!
+  done
+  for scenario in $1; do
+    if wait "${pids[$scenario]}"; then result=ok; else result=FAILED; rc=1; fi
+    cat "$dir/$scenario.log"
+    echo "--- molecule $scenario: $result ($(( $(date +%s) - t0 )) s after the start of [$1])"
+  done
+  rm -rf "$dir"
+  return $rc
 }
 
 stage_e2e() {

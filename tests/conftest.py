@@ -1,7 +1,9 @@
-"""Shared fixtures: the scc inventory plugin loaded through Ansible's real plugin loader, from this checkout."""
+"""Shared fixtures: the scc inventory plugin loaded through Ansible's real plugin loader, from this checkout; the
+inventory of a converged test bed for the tests marked `testbed`."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,3 +40,16 @@ def write_config(tmp_path: Path) -> Callable[[str], str]:
         return str(path)
 
     return write
+
+
+@pytest.fixture(scope="session")
+def testbed_inventory() -> str:
+    """The inventory of a converged test bed: `scripts/test.sh e2e` brings one up (`sccnlp up`) and exports
+    SCCNLP_TESTBED_INVENTORY. A testbed test without it fails: it must never count as a pass or a skip."""
+    path = os.environ.get("SCCNLP_TESTBED_INVENTORY", "")
+    if not path:
+        pytest.fail("SCCNLP_TESTBED_INVENTORY is not set: run `sccnlp up` (or `./scripts/test.sh e2e`) and export the "
+                    "inventory path `sccnlp testbed inventory` prints")
+    if not Path(path).exists():
+        pytest.fail(f"SCCNLP_TESTBED_INVENTORY={path} does not exist: bring the test bed up with `sccnlp up`")
+    return path

@@ -70,7 +70,7 @@ def build_report(report_dir: Path, stream: TextIO) -> tuple[dict[str, Any], int]
     """Merge the fragments, write report.json/html, print the summary; return (results, failed check count)."""
     from sccnlp.report.collect import merge
     from sccnlp.report.render import write_report
-    from sccnlp.report.summary import text_summary
+    from sccnlp.report.summary import stack_summary, text_summary
 
     files = fragment_files(report_dir)
     if not files:
@@ -80,6 +80,7 @@ def build_report(report_dir: Path, stream: TextIO) -> tuple[dict[str, Any], int]
     results["run"].setdefault("finished", datetime.now(timezone.utc).isoformat())
     json_path, html_path = write_report(results, report_dir)
     print(text_summary(results), file=stream)
+    print(stack_summary(results), file=stream)
     print(f"Report: {json_path} and {html_path}", file=stream)
     return results, count_failures(results)
 

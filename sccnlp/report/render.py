@@ -14,8 +14,11 @@ from sccnlp.report.svg import Series, line_chart
 KNOWN_FACTS = (
     ("gpu_model", "GPU model"), ("gpu_count", "GPUs"), ("driver", "Driver"), ("cuda", "CUDA"), ("nccl", "NCCL"),
     ("cudnn", "cuDNN"), ("rdma_devices", "RDMA devices"), ("python", "Python"), ("framework", "Framework"),
-    ("comm_backend", "Communication backend"),
+    ("training_backend", "Training backend"), ("comm_backend", "NCCL transport"),
 )
+# The overview's software columns: what a user compares across nodes at a glance.
+OVERVIEW_FACTS = (("driver", "Driver"), ("cuda", "CUDA"), ("python", "Python"), ("framework", "Framework"),
+                  ("training_backend", "Training backend"), ("comm_backend", "NCCL transport"))
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px;color:#1d2330;background:#fff}
@@ -103,9 +106,11 @@ def _nodes_overview(data: Results) -> str:
         rows.append(f'<tr class="{node_status(node)}"><td><a href="#node-{escape(host)}">{escape(host)}</a></td>'
                     f"<td>{_badge(node_status(node))}</td><td class=num>{tally['pass']}</td>"
                     f"<td class=num>{tally['fail']}</td><td class=num>{tally['skip']}</td><td>{escape(gpu)}</td>"
-                    f"<td>{escape(str(facts.get('driver', '')))}</td></tr>")
+                    + "".join(f"<td>{escape(_fact(facts.get(key)))}</td>" for key, _label in OVERVIEW_FACTS)
+                    + "</tr>")
     return ("<table><tr><th>Node</th><th>Status</th><th>Passed</th><th>Failed</th><th>Skipped</th><th>GPUs</th>"
-            "<th>Driver</th></tr>" + "".join(rows) + "</table>")
+            + "".join(f"<th>{escape(label)}</th>" for _key, label in OVERVIEW_FACTS)
+            + "</tr>" + "".join(rows) + "</table>")
 
 
 def _checks_table(checks: list[Check]) -> str:

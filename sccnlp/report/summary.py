@@ -1,4 +1,5 @@
-"""The terminal summary `sccnlp validate` prints: one line per node, failing checks named with measured vs floor."""
+"""The terminal summary `sccnlp validate` prints: one line per node, failing checks named with measured vs floor, then
+which software each node has (nodes with the same stack share a line, so drift stands out)."""
 
 from __future__ import annotations
 
@@ -51,3 +52,36 @@ def _value(value: Optional[float], unit: str) -> str:
         return "n/a"
     number = f"{value:g}" if isinstance(value, float) else str(value)
     return f"{number} {unit}".strip()
+
+
+# (fact key, label) of the software a node trains with, as the validate role and the gates record them.
+STACK_FACTS = (("python", "Python"), ("framework", "framework"), ("driver", "driver"), ("cuda", "CUDA"),
+               ("nccl", "NCCL"), ("cudnn", "cuDNN"), ("training_backend", "backend"),
+               ("comm_backend", "NCCL transport"))
+MAX_HOSTS_NAMED = 6
+
+
+def stack_summary(results: dict[str, Any]) -> str:
+    """`Software: the same on every node` (or `N different stacks`), then one line per distinct stack:
+    `  node1, node2: Python 3.11.2, framework torch==2.13.0+cpu, driver -, ..., backend native, NCCL transport ...`."""
+    data: Results = load(results)
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for host in sorted(data["nodes"]):
+        facts = data["nodes"][host].get("facts", {})
+        groups.setdefault(tuple(_stack_value(key, facts.get(key)) for key, _label in STACK_FACTS), []).append(host)
+    head = "Software: the same on every node" if len(groups) == 1 else f"Software: {len(groups)} different stacks"
+    lines = [head]
+    for stack, hosts in groups.items():
+        named = ", ".join(hosts[:MAX_HOSTS_NAMED])
+        if len(hosts) > MAX_HOSTS_NAMED:
+            named += f" and {len(hosts) - MAX_HOSTS_NAMED} more"
+        lines.append(f"  {named}: " + ", ".join(f"{label} {value}" for (_key, label), value in zip(STACK_FACTS, stack)))
+    return "\n".join(lines)
+
+
+def _stack_value(key: str, value: Any) -> str:
+    if value is None or value == "":
+        return "-"
+    text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+    # The training backend's reason stays in the report; the summary names the backend only.
+    return text.split(" (", 1)[0] if key == "training_backend" else text

@@ -27,14 +27,8 @@ QUICK = ["-e", "bert_corpus_max_mb=1", "-e", "bert_vocab_size=2000", "-e", "bert
 
 
 @pytest.fixture(scope="module")
-def inventory() -> str:
-    path = os.environ.get("SCCNLP_TESTBED_INVENTORY", "")
-    if not path:
-        pytest.skip("SCCNLP_TESTBED_INVENTORY is not set: bring the test bed up (`sccnlp testbed up`) and export "
-                    "the inventory path it prints")
-    if not Path(path).exists():
-        pytest.fail(f"SCCNLP_TESTBED_INVENTORY={path} does not exist")
-    return path
+def inventory(testbed_inventory: str) -> str:
+    return testbed_inventory
 
 
 def _env(json_output: bool = False) -> dict[str, str]:

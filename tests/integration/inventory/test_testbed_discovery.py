@@ -20,11 +20,8 @@ pytestmark = pytest.mark.testbed
 
 
 @pytest.fixture(scope="module")
-def testbed() -> dict:
-    path = os.environ.get("SCCNLP_TESTBED_INVENTORY")
-    if not path:
-        pytest.fail("SCCNLP_TESTBED_INVENTORY is not set: run `sccnlp up` and export the inventory path")
-    return yaml.safe_load(Path(path).read_text())["all"]["children"]["scc_cluster"]
+def testbed(testbed_inventory: str) -> dict:
+    return yaml.safe_load(Path(testbed_inventory).read_text())["all"]["children"]["scc_cluster"]
 
 
 def test_discovered_testbed_runs_the_cluster_playbook_unchanged(testbed: dict, tmp_path: Path) -> None:

@@ -69,3 +69,17 @@ def test_chart_axis_and_labels():
     assert len([e for e in root.iter(f"{SVG_NS}line") if e.get("class") == "floor"]) == 1
     assert line_chart("empty", [("a", [])], "GB/s").startswith('<p class="noplot">')
     assert (human_bytes(8), human_bytes(1024), human_bytes(3 << 20), human_bytes(1 << 34)) == ("8", "1K", "3M", "16G")
+
+
+def test_overview_row_names_each_nodes_software(results, tmp_path):
+    results["nodes"]["gpu1"]["facts"]["training_backend"] = "aiacc (AIACC-Training 1.5.0 imports)"
+    _json, html_path = write_report(results, tmp_path)
+    html = html_path.read_text()
+    header = re.search(r"<tr><th>Node</th>.*?</tr>", html).group(0)
+    assert header.endswith("<th>Driver</th><th>CUDA</th><th>Python</th><th>Framework</th><th>Training backend</th>"
+                           "<th>NCCL transport</th></tr>")
+    row = re.search(r'<tr class="fail"><td><a href="#node-gpu1">.*?</tr>', html).group(0)
+    assert row.endswith("<td>570.124.06</td><td>12.8</td><td>3.11.9</td><td>torch 2.6.0</td>"
+                        "<td>aiacc (AIACC-Training 1.5.0 imports)</td><td>horovod</td></tr>")
+    gpu2 = re.search(r'<tr class="pass"><td><a href="#node-gpu2">.*?</tr>', html).group(0)
+    assert gpu2.endswith("<td>570.124.06</td><td></td><td></td><td></td><td></td><td></td></tr>")

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from sccnlp.report.summary import text_summary
+from sccnlp.report.summary import stack_summary, text_summary
 
 
 def test_one_line_per_node_with_failures_named(results):
@@ -29,3 +29,28 @@ def test_null_measurement_in_a_failure(results):
                                                "floor": 8, "unit": "GPUs", "detail": "nvidia-smi failed"})
     line = text_summary(results).splitlines()[1]
     assert line.endswith("gpu_count: measured n/a vs floor 8 GPUs (nvidia-smi failed)")
+
+
+def test_stack_summary_groups_nodes_with_the_same_software(results):
+    results["nodes"]["gpu2"]["facts"] = dict(results["nodes"]["gpu1"]["facts"])
+    assert stack_summary(results).splitlines() == [
+        "Software: the same on every node",
+        "  gpu1, gpu2: Python 3.11.9, framework torch 2.6.0, driver 570.124.06, CUDA 12.8, NCCL 2.26.2, cuDNN 9.8.0, "
+        "backend -, NCCL transport horovod",
+    ]
+
+
+def test_stack_summary_shows_drift_and_missing_facts(results):
+    results["nodes"]["gpu1"]["facts"]["training_backend"] = "aiacc (AIACC-Training 1.5.0 imports)"
+    lines = stack_summary(results).splitlines()
+    assert lines[0] == "Software: 2 different stacks"
+    assert lines[1].startswith("  gpu1: Python 3.11.9, framework torch 2.6.0,")
+    assert "backend aiacc, NCCL transport horovod" in lines[1]
+    assert lines[2] == ("  gpu2: Python -, framework -, driver 570.124.06, CUDA -, NCCL -, cuDNN -, backend -, "
+                        "NCCL transport -")
+
+
+def test_stack_summary_names_at_most_six_hosts(results):
+    facts = results["nodes"]["gpu2"]["facts"]
+    results["nodes"] = {f"n{i:02d}": {"facts": dict(facts), "checks": []} for i in range(9)}
+    assert stack_summary(results).splitlines()[1].startswith("  n00, n01, n02, n03, n04, n05 and 3 more: Python -,")

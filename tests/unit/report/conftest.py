@@ -11,7 +11,9 @@ BASE = {
         "gpu1": {
             "facts": {"gpu_model": "NVIDIA H200", "gpu_count": 8, "driver": "570.124.06", "cuda": "12.8",
                       "nccl": "2.26.2", "cudnn": "9.8.0", "python": "3.11.9", "framework": "torch 2.6.0",
-                      "comm_backend": "horovod", "rdma_devices": ["mlx5_0", "mlx5_1"], "kernel": "6.1.0"},
+                      "training_backend": "horovod (AIACC source not configured; fallback)",
+                      "comm_backend": "nccl/ib (mlx5_0,mlx5_1)", "rdma_devices": ["mlx5_0", "mlx5_1"],
+                      "kernel": "6.1.0"},
             "checks": [
                 {"name": "nccl_all_reduce_busbw", "status": "fail", "measured": 360.5, "floor": 431, "unit": "GB/s",
                  "detail": "8 GPUs, 8 GiB message"},

@@ -80,6 +80,6 @@ def test_overview_row_names_each_nodes_software(results, tmp_path):
                            "<th>NCCL transport</th></tr>")
     row = re.search(r'<tr class="fail"><td><a href="#node-gpu1">.*?</tr>', html).group(0)
     assert row.endswith("<td>570.124.06</td><td>12.8</td><td>3.11.9</td><td>torch 2.6.0</td>"
-                        "<td>aiacc (AIACC-Training 1.5.0 imports)</td><td>horovod</td></tr>")
+                        "<td>aiacc (AIACC-Training 1.5.0 imports)</td><td>nccl/ib (mlx5_0,mlx5_1)</td></tr>")
     gpu2 = re.search(r'<tr class="pass"><td><a href="#node-gpu2">.*?</tr>', html).group(0)
     assert gpu2.endswith("<td>570.124.06</td><td></td><td></td><td></td><td></td><td></td></tr>")

@@ -36,7 +36,7 @@ def test_stack_summary_groups_nodes_with_the_same_software(results):
     assert stack_summary(results).splitlines() == [
         "Software: the same on every node",
         "  gpu1, gpu2: Python 3.11.9, framework torch 2.6.0, driver 570.124.06, CUDA 12.8, NCCL 2.26.2, cuDNN 9.8.0, "
-        "backend -, NCCL transport horovod",
+        "backend horovod, NCCL transport nccl/ib (mlx5_0,mlx5_1)",
     ]
 
 
@@ -45,7 +45,7 @@ def test_stack_summary_shows_drift_and_missing_facts(results):
     lines = stack_summary(results).splitlines()
     assert lines[0] == "Software: 2 different stacks"
     assert lines[1].startswith("  gpu1: Python 3.11.9, framework torch 2.6.0,")
-    assert "backend aiacc, NCCL transport horovod" in lines[1]
+    assert "backend aiacc, NCCL transport nccl/ib (mlx5_0,mlx5_1)" in lines[1]
     assert lines[2] == ("  gpu2: Python -, framework -, driver 570.124.06, CUDA -, NCCL -, cuDNN -, backend -, "
                         "NCCL transport -")
 

@@ -39,7 +39,8 @@ run_stage() {
 
 # Stages run inside `if`, where `set -e` does not apply: each chains its commands with &&.
 stage_lint() {
-  ruff check . && yamllint --strict . && ansible-lint --offline
+  ruff check . && yamllint --strict . && ansible-lint --offline &&
+    antsibull-docs lint-collection-docs --plugin-docs .
 }
 
 # pytest runs once per test folder, each in its own process: Ansible's plugin loader initialises once per process

@@ -7,37 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DOCUMENTATION = r"""
-name: compat_check_plan
-short_description: Check one node's GPU stack plan against the compatibility matrix
-description:
-  - Applies the rules of C(sccnlp/data/compat_matrix.yml) to a node's plan (GPU, driver, CUDA, NCCL, cuDNN, methods).
-  - Also provides C(compat_check_kernels) (kernel drift across nodes), C(compat_arch) (PCI ID or model to
-    architecture) and C(compat_version_matches) (a pinned version prefix against an installed version).
-options:
-  _input:
-    description: The plan, a dictionary (see C(roles/compat_check/tasks/main.yml) for the keys).
-    type: dict
-    required: true
-  matrix:
-    description: The loaded matrix.
-    type: dict
-    required: true
-"""
-
-EXAMPLES = r"""
-- name: Check the plan
-  ansible.builtin.set_fact:
-    __result: "{{ plan | scc.nlp_training.compat_check_plan(matrix) }}"
-"""
-
-RETURN = r"""
-_value:
-  description: >-
-    Dictionary with C(problems) (list of messages naming node, component, rule and fix), C(notes), C(arch),
-    C(skip).
-  type: dict
-"""
+# Each filter is documented in its own file beside this one (compat_<name>.yml): ansible-doc reads those.
 
 from ansible.errors import AnsibleFilterError
 

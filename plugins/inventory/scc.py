@@ -9,7 +9,7 @@ name: scc
 short_description: SCC GPU nodes from the Alibaba Cloud ECS API
 version_added: 0.1.0
 author:
-  - scc.nlp_training maintainers
+  - scc.nlp_training maintainers (!UNKNOWN)
 description:
   - Lists ECS instances with C(DescribeInstances) (API version 2014-05-26) through the official Alibaba Cloud
     Python SDK (C(alibabacloud_ecs20140526)), in every region asked for, over every page (C(MaxResults)/C(NextToken)).

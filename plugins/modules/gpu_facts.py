@@ -22,7 +22,10 @@ description:
     the given directories, Python virtual environments (NVIDIA wheels), the CUDA home and the system library paths.
   - Read-only; supports check mode.
 version_added: "0.1.0"
-author: scc.nlp_training contributors
+author: scc.nlp_training contributors (!UNKNOWN)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.facts
 options:
   matrix:
     description: The loaded compatibility matrix; without it C(arch) is empty.
@@ -64,6 +67,10 @@ attributes:
     support: full
   diff_mode:
     support: none
+  facts:
+    support: full
+  platform:
+    platforms: posix
 """
 
 EXAMPLES = r"""

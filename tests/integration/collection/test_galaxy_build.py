@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -22,7 +23,8 @@ FQCN = f"{GALAXY['namespace']}.{GALAXY['name']}"
 TARBALL = f"{GALAXY['namespace']}-{GALAXY['name']}-{GALAXY['version']}.tar.gz"
 # What a user's tarball must never carry: caches, build and tool state, the controller's wheel folder.
 UNWANTED_TOP = (".git", ".venv", ".tox", ".cache", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".whl", ".device",
-                ".testbed", "sccnlp.egg-info", "build", "dist", "out")
+                ".testbed", "sccnlp.egg-info", "build", "dist", "out", ".ci", ".config", "tests", "molecule", "scripts",
+                "Makefile", "tox.ini", "site.yml")
 MAX_TARBALL_BYTES = 3 * 1024 * 1024
 
 
@@ -81,13 +83,46 @@ def test_tarball_has_the_collection(tarball: Path) -> None:
     info = manifest["collection_info"]
     assert (info["namespace"], info["name"], info["version"]) == (GALAXY["namespace"], GALAXY["name"],
                                                                   GALAXY["version"])
-    for needed in ("README.md", "meta/runtime.yml", "playbooks/site.yml", "playbooks/knobs.yml",
+    for needed in ("README.md", "LICENSE", "ansible.cfg", "pyproject.toml", "meta/runtime.yml", "playbooks/site.yml",
+                   "playbooks/knobs.yml",
                    "plugins/inventory/scc.py", "sccnlp/runner.py", "sccnlp/paths.py", "sccnlp/data/compat_matrix.yml",
                    "sccnlp/data/floors.yml", "sccnlp/data/instance_types.yml"):
         assert needed in names, f"{needed} is missing from {TARBALL}"
     roles = sorted(p.name for p in (ROOT / "roles").iterdir() if (p / "tasks" / "main.yml").is_file())
     missing = [r for r in roles if f"roles/{r}/tasks/main.yml" not in names]
     assert not missing, f"roles missing from {TARBALL}: {missing}"
+
+
+def test_dependencies_cover_the_modules_of_other_collections() -> None:
+    """Every collection whose module a role or playbook calls is a dependency in galaxy.yml (and none is declared
+    that nothing uses): a user's `ansible-galaxy collection install` of the tarball brings exactly what it needs."""
+    own = {"ansible.builtin", FQCN}
+    task_key = re.compile(r"^\s*(?:- )?([a-z0-9_]+\.[a-z0-9_]+)\.[a-z0-9_]+:\s*(?:$|[^\s])", re.M)
+    used: dict[str, set[str]] = {}
+    for top in ("roles", "playbooks"):
+        for path in sorted((ROOT / top).rglob("*.yml")):
+            for match in task_key.finditer(path.read_text()):
+                if match.group(1) not in own:
+                    used.setdefault(match.group(1), set()).add(str(path.relative_to(ROOT)))
+    declared = set(GALAXY.get("dependencies") or {})
+    assert "ansible.posix" in used and "community.general" in used, f"the scan found {sorted(used)}"
+    undeclared = {c: sorted(files) for c, files in used.items() if c not in declared}
+    assert not undeclared, f"galaxy.yml dependencies lack collections the content uses: {undeclared}"
+    assert declared <= set(used), f"galaxy.yml declares collections nothing uses: {sorted(declared - set(used))}"
+    for name, spec in GALAXY["dependencies"].items():
+        assert re.fullmatch(r">=\d+\.\d+\.\d+,<\d+\.\d+\.\d+", spec), f"{name}: {spec!r} is not a >=X,<Y range"
+
+
+def test_every_role_has_galaxy_metadata() -> None:
+    roles = sorted(p for p in (ROOT / "roles").iterdir() if (p / "tasks" / "main.yml").is_file())
+    problems = []
+    for role in roles:
+        meta = role / "meta" / "main.yml"
+        info = (yaml.safe_load(meta.read_text()) or {}).get("galaxy_info", {}) if meta.is_file() else {}
+        for key in ("description", "platforms", "min_ansible_version", "license"):
+            if not info.get(key):
+                problems.append(f"roles/{role.name}/meta/main.yml: galaxy_info.{key} missing")
+    assert not problems, "\n".join(problems)
 
 
 def test_tarball_leaves_out_caches_and_build_state(tarball: Path) -> None:
@@ -167,3 +202,18 @@ def test_installed_sccnlp_finds_its_collection(work: Path, installed: Path) -> N
     proc = _run([sys.executable, "-c", code], cwd=work, env=env)
     assert proc.returncode == 0, _explain(proc)
     assert proc.stdout.splitlines() == [str(root), "True", str(installed)]
+
+
+@pytest.mark.parametrize("name", ["compat_check_plan", "compat_check_kernels", "compat_arch", "compat_version_matches",
+                                  "compat_package_repo"])
+def test_installed_compat_filter_has_its_own_documentation(work: Path, installed: Path, name: str) -> None:
+    """The five filters of plugins/filter/compat.py: each page is that filter's (its own file, name and options),
+    not the first filter's page repeated."""
+    proc = _run([str(BIN / "ansible-doc"), "-t", "filter", "--json", f"{FQCN}.{name}"], cwd=work,
+                env=_env(installed, work / "ansible.cfg"))
+    assert proc.returncode == 0, _explain(proc)
+    page = json.loads(proc.stdout)[f"{FQCN}.{name}"]
+    assert page["doc"]["name"] == name, f"ansible-doc shows {page['doc']['name']}'s page for {name}"
+    assert page["doc"]["filename"].endswith(f"plugins/filter/{name}.yml")
+    assert page["doc"]["short_description"] and page["examples"] and page["return"]["_value"]["description"]
+    assert f"{FQCN}.{name}" in page["examples"], f"the examples of {name} do not use it"

@@ -7,6 +7,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from sccnlp import __version__
 from sccnlp.errors import SccError
 
 # Sub-command modules, in the order `sccnlp --help` lists them. Each has `register(subparsers)` that adds its
@@ -16,6 +17,7 @@ COMMANDS = ("up", "testbed", "deploy", "validate", "train", "bench", "monitor", 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sccnlp", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"sccnlp {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:

@@ -29,7 +29,8 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.sccnlp-requirements.sha256
-want=$(cat requirements/ci.txt pyproject.toml | sha256sum | cut -d' ' -f1)
+# sccnlp/__init__.py holds the version: a new one reinstalls the package so its metadata says the same.
+want=$(cat requirements/ci.txt pyproject.toml sccnlp/__init__.py | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "bootstrap: installing pinned Python tools into .venv"
   .venv/bin/pip install -q --disable-pip-version-check -r requirements/ci.txt

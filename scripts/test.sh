@@ -39,7 +39,7 @@ run_stage() {
 
 # Stages run inside `if`, where `set -e` does not apply: each chains its commands with &&.
 stage_lint() {
-  ruff check . && yamllint --strict . && ansible-lint --offline &&
+  ruff check . && mypy && yamllint --strict . && ansible-lint --offline &&
     antsibull-docs lint-collection-docs --plugin-docs .
 }
 

@@ -16,6 +16,7 @@ import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from sccnlp.errors import SccError
 
@@ -173,7 +174,7 @@ class Comm:
         del torch
 
     @staticmethod
-    def _pick_device(local_rank: int):  # -> torch.device
+    def _pick_device(local_rank: int) -> Any:  # a torch.device
         import torch
 
         if torch.cuda.is_available():

@@ -37,10 +37,13 @@ def build_config(model: str, vocab_size: int, seq_len: int, dropout: float = 0.1
     from transformers import BertConfig
 
     dims = SIZES[size_name(model)]
-    return BertConfig(vocab_size=vocab_size, max_position_embeddings=max(512, seq_len), type_vocab_size=2,
-                      hidden_dropout_prob=dropout,
-                      attention_probs_dropout_prob=dropout if attn_dropout is None else attn_dropout,
-                      attn_implementation=attn, **dims)
+    # One Any-valued mapping: BertConfig's typed signature has no attn_implementation (a PretrainedConfig kwarg).
+    settings: dict[str, Any] = {
+        "vocab_size": vocab_size, "max_position_embeddings": max(512, seq_len), "type_vocab_size": 2,
+        "hidden_dropout_prob": dropout,
+        "attention_probs_dropout_prob": dropout if attn_dropout is None else attn_dropout,
+        "attn_implementation": attn, **dims}
+    return BertConfig(**settings)
 
 
 def flops_per_token(config: Any, seq_len: int) -> float:

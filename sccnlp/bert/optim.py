@@ -28,7 +28,7 @@ class Lamb(Optimizer):
                                   "bias_correction": bias_correction})
 
     @torch.no_grad()
-    def step(self, closure: Any = None) -> Any:  # type: ignore[override]
+    def step(self, closure: Any = None) -> Any:
         loss = closure() if closure is not None else None
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
@@ -79,7 +79,8 @@ OPTIMIZERS = ("lamb", "adamw")
 def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     from sccnlp.bert.model import no_decay
 
-    decay, plain = [], []
+    decay: list[torch.nn.Parameter] = []
+    plain: list[torch.nn.Parameter] = []
     for name, p in model.named_parameters():
         if p.requires_grad:
             (plain if no_decay(name) else decay).append(p)

@@ -196,7 +196,9 @@ class Trainer:
         else:
             self.forward = fwd_module
 
-        self.optimizer = build_optimizer(args.optimizer, self.model, args.lr, args.weight_decay, self.device)
+        # A torch Optimizer, or Horovod's DistributedOptimizer around it (synchronize(), skip_synchronize()).
+        self.optimizer: Any = build_optimizer(args.optimizer, self.model, args.lr, args.weight_decay,
+                                              self.device)
         if self.comm.hvd is not None:
             hvd = self.comm.hvd
             self.optimizer = hvd.DistributedOptimizer(self.optimizer, named_parameters=self.model.named_parameters(),

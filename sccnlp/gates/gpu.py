@@ -8,6 +8,7 @@ for `sccnlp.gates.evaluate`: each metric once per node, the slowest GPU's value,
 """
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -51,7 +52,7 @@ def gemm_tflops(torch: Any, device: Any, dtype_name: str, sizes: "list[int]", it
         a = torch.randn(n, n, device=device, dtype=torch.float32).to(dtype)
         b = torch.randn(n, n, device=device, dtype=torch.float32).to(dtype)
         out = torch.empty(n, n, device=device, dtype=dtype)
-        seconds = timer.run(lambda a=a, b=b, out=out: torch.matmul(a, b, out=out), iters)
+        seconds = timer.run(functools.partial(torch.matmul, a, b, out=out), iters)
         tflops = 2.0 * n ** 3 / seconds / 1e12
         if tflops > best:
             best, best_n = tflops, n

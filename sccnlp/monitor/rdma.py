@@ -76,7 +76,7 @@ def compute_rates(host: str, before: Sample, after: Sample) -> list[PortRate]:
                 notes.append(f"{name} {note}")
             values[out] = None if delta is None else delta * scale / elapsed
         rates.append(PortRate(host=host, device=device, port=port, interval_s=round(elapsed, 6), notes=notes,
-                              **values))  # type: ignore[arg-type]
+                              **values))
     return rates
 
 

@@ -17,7 +17,7 @@ NO_DEVICES_EXIT = 3
 
 def list_ports(root):
     """[(device, port)] for every <root>/<dev>/ports/<p>/counters directory, sorted."""
-    found = []
+    found = []  # type: list[tuple[str, str]]
     try:
         devices = sorted(os.listdir(root))
     except OSError:

@@ -221,19 +221,12 @@ def _storage_service(tb: Testbed, log: Log) -> None:
 
     book = collection_root() / "molecule" / "resources" / "glusterfs_server.yml"
     log(f"serving GlusterFS volume {tb.spec.volume} across {len(tb.nodes)} nodes")
-    result = run_playbook(str(book), tb.inventory, extravars={
-        "glusterfs_server_group": "scc_cluster", "glusterfs_server_volume": tb.spec.volume}, stream=_NullStream())
+    with open(os.devnull, "w") as quiet:
+        result = run_playbook(str(book), tb.inventory, extravars={
+            "glusterfs_server_group": "scc_cluster", "glusterfs_server_volume": tb.spec.volume}, stream=quiet)
     if not result.ok:
         bad = ", ".join(f"{h}: {'; '.join(s.messages[:1])}" for h, s in result.bad_hosts().items())
         raise SccError(f"the GlusterFS storage service did not come up: {bad or result.status}")
-
-
-class _NullStream:
-    def write(self, _: str) -> int:
-        return 0
-
-    def flush(self) -> None:
-        return None
 
 
 def up(spec: TestbedSpec, log: Log = print, storage: bool = True) -> Testbed:

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from sccnlp.errors import SccError
@@ -24,7 +25,7 @@ def daemon_answers() -> bool:
     return subprocess.run([docker(), "info"], capture_output=True, check=False).returncode == 0
 
 
-def ensure_daemon(log=print, timeout: float = 30.0) -> None:
+def ensure_daemon(log: Callable[[str], None] = print, timeout: float = 30.0) -> None:
     """Start dockerd in the background when no daemon answers and we run as root."""
     if daemon_answers():
         return

@@ -346,8 +346,9 @@ class EcsApiServer(ThreadingHTTPServer):
 
     @property
     def url(self) -> str:
-        host = self.server_address[0]
-        host = f"[{host}]" if ":" in str(host) else host
+        address = self.server_address[0]
+        host = address.decode() if isinstance(address, bytes) else str(address)
+        host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.port}"
 
 

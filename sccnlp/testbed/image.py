@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from sccnlp.errors import SccError
@@ -90,7 +91,7 @@ def _customise(rootfs: Path) -> None:
     (rootfs / "var/lib/apt/lists").mkdir(parents=True, exist_ok=True)
 
 
-def build_image(force: bool = False, log=print) -> str:
+def build_image(force: bool = False, log: Callable[[str], None] = print) -> str:
     """Return the image tag, building it if the recipe changed or it is absent."""
     tag = image_tag()
     if image_exists(tag) and not force:

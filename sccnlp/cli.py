@@ -16,7 +16,12 @@ COMMANDS = ("up", "testbed", "deploy", "validate", "train", "bench", "monitor", 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sccnlp", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="sccnlp", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Turn bare GPU servers into a validated training cluster (the scc.nlp_training collection)\n"
+                    "and run BERT pretraining on it; or try it all on a local Docker test cluster.",
+        epilog="examples:\n  sccnlp up\n  sccnlp deploy -i inventory/static/hosts.yml\n"
+               "  sccnlp validate -i inventory/static/hosts.yml\n  sccnlp deploy --help")
     parser.add_argument("--version", action="version", version=f"sccnlp {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
+
+import yaml
 
 from sccnlp.errors import SccError
 from sccnlp.paths import collection_root, playbook
@@ -90,20 +93,25 @@ def run_playbook(
     envvars: dict[str, str] | None = None,
     event_handler: Callable[[dict[str, Any]], bool] | None = None,
 ) -> RunResult:
-    """Run `playbooks/<name>.yml` (or a playbook path ending in .yml) against `inventory`; summarise per host."""
+    """Run `playbooks/<name>.yml` (or a playbook path ending in .yml) against `inventory`; summarise per host.
+
+    Bad input is refused before anything runs, with one SccError: an unknown playbook (the available ones listed), a
+    missing inventory, YAML that does not parse (file, line, column), tags that no play or task of the playbook has.
+    """
+    if sys.version_info < (3, 11):  # pragma: no cover - depends on the interpreter
+        raise SccError(f"the controller commands need Python 3.11 or newer (ansible-core 2.18+), this is "
+                       f"{sys.version.split()[0]}: create the controller's venv with python3.11 or newer")
     try:
         import ansible_runner
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise SccError("ansible-runner is not installed: pip install 'sccnlp[controller]'") from exc
 
     stream = stream or sys.stdout
-    # ansible-runner runs ansible-playbook from its own private folder: every path it gets must be absolute.
-    book = Path(name).expanduser().resolve() if name.endswith((".yml", ".yaml")) else playbook(name)
-    if not book.exists():
-        raise SccError(f"no playbook {book}: is SCCNLP_COLLECTION pointing at the collection root?")
+    book = resolve_playbook(name)
     inv = Path(inventory).expanduser()
     if not inv.exists():
         raise SccError(f"inventory {inv} does not exist: pass --inventory PATH (or run `sccnlp testbed up`)")
+    check_inventory_yaml(inv)
 
     cmdline = "--check --diff" if check else ""
     env = {
@@ -122,6 +130,8 @@ def run_playbook(
     if search_path is not None:
         env["PATH"] = search_path
     env.update(envvars or {})
+    if tags is not None:
+        check_tags(book, tags, env)
     with tempfile.TemporaryDirectory(prefix="sccnlp-runner-") as private:
         result = ansible_runner.run(
             private_data_dir=private,
@@ -147,6 +157,110 @@ def run_playbook(
             raise SccError(f"no host of inventory {inv} matched the plays of {book.name}: put the nodes in the "
                            "group 'scc_cluster' (or set scc_cluster_group) and check --limit")
     return RunResult(status=result.status, rc=rc, hosts=hosts)
+
+
+def resolve_playbook(name: str) -> Path:
+    """`playbooks/<name>.yml` of the collection, or a playbook file given by path (ending in .yml/.yaml), absolute:
+    ansible-runner runs ansible-playbook from a private folder of its own."""
+    folder = playbook("site").parent
+    if name.endswith((".yml", ".yaml")):
+        path = Path(name).expanduser().resolve()
+        if not path.is_file():
+            raise SccError(f"playbook file {path} does not exist: give the path of a playbook, or the name of one "
+                           f"under {folder} ({', '.join(playbook_names()) or 'none found'})")
+        return path
+    book = playbook(name)
+    if book.is_file():
+        return book
+    names = playbook_names()
+    if not names:
+        where = f"SCCNLP_COLLECTION={os.environ['SCCNLP_COLLECTION']}" if os.environ.get("SCCNLP_COLLECTION") \
+            else f"the collection root {collection_root()}"
+        raise SccError(f"no playbooks under {folder}: {where} is not the collection root; point SCCNLP_COLLECTION "
+                       "at the folder that holds galaxy.yml and playbooks/, or unset it")
+    raise SccError(f"no playbook {name!r} in {folder}: choose one of {', '.join(names)} "
+                   "(or give the path of a .yml file)")
+
+
+def playbook_names() -> list[str]:
+    """The collection's playbooks, by the name `--playbook` takes."""
+    folder = playbook("site").parent
+    return sorted(p.stem for p in folder.glob("*.yml")) if folder.is_dir() else []
+
+
+def _inventory_yaml_files(inventory: Path) -> list[Path]:
+    """The YAML files Ansible reads for an inventory: the file itself (or every YAML file under a directory
+    inventory) and the group_vars/ and host_vars/ beside it."""
+    suffixes = (".yml", ".yaml")
+    if inventory.is_dir():
+        return sorted(p for p in inventory.rglob("*") if p.suffix in suffixes and p.is_file())
+    files = [inventory] if inventory.suffix in suffixes else []
+    for folder in ("group_vars", "host_vars"):
+        vars_dir = inventory.parent / folder
+        if vars_dir.is_dir():
+            files += sorted(p for p in vars_dir.rglob("*") if p.suffix in suffixes and p.is_file())
+    return files
+
+
+def check_inventory_yaml(inventory: Path) -> None:
+    """Refuse an inventory whose YAML does not parse, naming the file, line and column (Ansible's own message
+    blames its 'auto' inventory plugin and gives no position). Only the syntax is checked: Ansible's tags
+    (!vault, !unsafe) and duplicate keys are left to Ansible."""
+    for path in _inventory_yaml_files(inventory):
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SccError(f"inventory file {path} cannot be read ({exc}): fix its permissions or encoding (UTF-8)") \
+                from exc
+        try:
+            for _node in yaml.compose_all(text, Loader=yaml.SafeLoader):
+                pass
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
+            context = ""
+            if exc.context and exc.context_mark and exc.context_mark is not mark:
+                context = f" ({exc.context} at line {exc.context_mark.line + 1}, column {exc.context_mark.column + 1})"
+            raise SccError(f"inventory {where}: YAML error: {exc.problem}{context}; fix the YAML there "
+                           "(indentation, a missing ':', an unclosed bracket or quote)") from exc
+        except yaml.YAMLError as exc:
+            raise SccError(f"inventory {path}: YAML error: {_one_line(exc)}; fix the YAML there") from exc
+
+
+# Tags Ansible itself understands whatever the playbook holds.
+_SPECIAL_TAGS = frozenset({"all", "tagged", "untagged"})
+_TAG_LIST = re.compile(r"TAGS: \[([^\]]*)\]")
+
+
+def playbook_tags(book: Path, env: dict[str, str]) -> set[str]:
+    """Every tag of the playbook's plays and tasks (`ansible-playbook --list-tags`, on a placeholder inventory:
+    the tags do not depend on the hosts)."""
+    run_env = {**os.environ, **env}
+    tool = shutil.which("ansible-playbook", path=run_env.get("PATH")) or "ansible-playbook"
+    try:
+        proc = subprocess.run([tool, "--list-tags", "-i", "localhost,", str(book)], env=run_env,
+                              capture_output=True, text=True, timeout=300, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SccError(f"could not list the tags of {book.name} with {tool}: {exc}") from exc
+    if proc.returncode != 0:
+        lines = [x.strip() for x in _ANSI.sub("", proc.stderr + proc.stdout).splitlines() if x.strip()]
+        why = next((x for x in lines if x.startswith(("[ERROR]:", "ERROR!"))), lines[-1] if lines else "no output")
+        raise SccError(f"could not list the tags of {book.name}: {_one_line(why)}")
+    return {tag.strip() for found in _TAG_LIST.findall(proc.stdout) for tag in found.split(",") if tag.strip()}
+
+
+def check_tags(book: Path, tags: str, env: dict[str, str]) -> None:
+    """Refuse tags that select nothing in the playbook (Ansible runs zero tasks and reports success)."""
+    wanted = [t.strip() for t in tags.split(",")]
+    if not all(wanted):
+        raise SccError(f"-t/--tags {tags!r} has an empty name: give tags separated by commas, e.g. -t cluster,nccl")
+    known = playbook_tags(book, env)
+    unknown = [t for t in wanted if t not in known and t not in _SPECIAL_TAGS]
+    if unknown:
+        listed = ", ".join(sorted(known - {"always"}))
+        raise SccError(f"tag{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} not in {book.name}: "
+                       f"{'they select' if len(unknown) > 1 else 'it selects'} nothing. Tags of {book.name}: "
+                       f"{listed}")
 
 
 def _search_path() -> str | None:

@@ -9,16 +9,22 @@ import subprocess
 import sys
 from typing import Any
 
+from sccnlp.commands import add_command
 from sccnlp.errors import SccError
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("bench", help="benchmarks (BERT pretraining throughput)", description=__doc__)
+    parser = add_command(subparsers, "bench", "benchmarks (BERT pretraining throughput)",
+                         examples=["sccnlp bench bert --np 8", "sccnlp bench bert --matrix --dry-run"])
     sub = parser.add_subparsers(dest="bench_command", metavar="WHAT")
     sub.required = True
-    p = sub.add_parser("bert", help="sequences/s and MFU of the BERT trainer (python -m sccnlp.bert.bench)",
-                       description="Runs `python -m sccnlp.bert.bench` under `mpirun -np N` (one rank per GPU), the "
-                                   "launch path of training. Synthetic full-length data unless --data-dir is given.")
+    p = add_command(
+        sub, "bert", "sequences/s and MFU of the BERT trainer (python -m sccnlp.bert.bench) on this node",
+        details="Runs `python -m sccnlp.bert.bench` under `mpirun -np N` (one rank per GPU), the launch path of\n"
+                "training. Synthetic full-length data unless --data-dir is given.",
+        examples=["sccnlp bench bert --model bert-base --np 8",
+                  "sccnlp bench bert --matrix --np 8 --json /tmp/bert-matrix.json",
+                  "sccnlp bench bert --python /opt/scc/venv/bin/python --seq-len 512 --batch-size 32 --dry-run"])
     p.add_argument("--model", default="bert-large", help="bert-base or bert-large (default %(default)s)")
     p.add_argument("--seq-len", type=int, default=128)
     p.add_argument("--batch-size", type=int, default=256, help="sequences per GPU per step")

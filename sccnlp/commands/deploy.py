@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from sccnlp.commands import add_command
 from sccnlp.runner import print_summary, run_playbook
 
 
@@ -31,11 +32,22 @@ def extravars(args: argparse.Namespace) -> dict[str, str]:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("deploy", help="take the nodes from bare to training-ready (site.yml)")
+    parser = add_command(
+        sub, "deploy", "take the nodes from bare to training-ready (site.yml)",
+        details="Runs playbooks/site.yml (preflight, cluster, storage, gpu_stack, runtime, validate), or one phase\n"
+                "with --playbook, and prints a per-host summary. Tags are those of the playbook's roles\n"
+                "(`ansible-playbook --list-tags site.yml`: cluster, cpfs_client, nccl, pytorch, ...); a tag the\n"
+                "playbook does not have is refused before anything runs, with the list of its tags.",
+        examples=["sccnlp deploy -i inventory/static/hosts.yml", "sccnlp deploy -i inventory/static/hosts.yml --check",
+                  "sccnlp deploy -i inventory/static/hosts.yml -t cluster,cpfs_client",
+                  "sccnlp deploy -i inventory/static/hosts.yml --playbook gpu_stack -l node3",
+                  "sccnlp deploy -i inventory/discovery.scc.yml -e scc_shared_dir=/mnt/cpfs"])
     add_run_options(parser)
     parser.add_argument("--check", action="store_true", help="check mode: report what would change, change nothing")
-    parser.add_argument("-t", "--tags", help="only these tags (e.g. cluster,storage)")
-    parser.add_argument("--playbook", default="site", help="playbook under playbooks/ [%(default)s]")
+    parser.add_argument("-t", "--tags", help="only these tags, comma-separated (e.g. cluster,cpfs_client)")
+    parser.add_argument("--playbook", default="site",
+                        help="playbook under playbooks/ (site, preflight, cluster, storage, gpu_stack, runtime, "
+                             "validate, bert, ...) or a path to a .yml file [%(default)s]")
     parser.set_defaults(func=run)
 
 

@@ -11,14 +11,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sccnlp.commands import add_command
 from sccnlp.errors import SccError
-from sccnlp.runner import _collections_path
+from sccnlp.runner import _collections_path, check_inventory_yaml
 
 _FAILED = re.compile(r"Failed to parse .*? with (?:\S+ )?plugin: (?P<msg>.+?)(?: Failed to parse |$)")
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("discover", help="list the SCC nodes an inventory finds (hosts, GPUs, groups)")
+    parser = add_command(
+        subparsers, "discover", "list the SCC nodes an inventory finds (hosts, GPUs, groups)",
+        details="Runs the scc inventory plugin (scc.nlp_training.scc) on a *.scc.yml discovery config, or\n"
+                "ansible-inventory on any inventory, and prints one row per node.",
+        examples=["sccnlp discover -i inventory/discovery.scc.yml",
+                  "sccnlp discover -i inventory/discovery.scc.yml --flush-cache --json"])
     parser.add_argument("-i", "--inventory", required=True, metavar="CONFIG",
                         help="a *.scc.yml discovery config (see inventory/discovery.scc.yml) or any inventory")
     parser.add_argument("--flush-cache", action="store_true", help="ignore the inventory cache")
@@ -30,6 +36,7 @@ def inventory_json(source: str, flush_cache: bool = False) -> dict[str, Any]:
     """`ansible-inventory --list` of a source, with the collection importable; one-line SccError on failure."""
     if not Path(source).exists():
         raise SccError(f"inventory {source} does not exist: pass -i with a *.scc.yml config")
+    check_inventory_yaml(Path(source))
     tool = str(Path(sys.executable).parent / "ansible-inventory")
     cmd = [tool, "-i", source, "--list"] + (["--flush-cache"] if flush_cache else [])
     env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": _collections_path(), "ANSIBLE_INVENTORY_UNPARSED_FAILED": "1",

@@ -6,18 +6,24 @@ import argparse
 import socket
 from typing import Any
 
+from sccnlp.commands import add_command
 from sccnlp.monitor import rdma
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("monitor", help="watch live cluster metrics (RDMA traffic)",
-                                   description=__doc__)
+    parser = add_command(
+        subparsers, "monitor", "watch live cluster metrics (RDMA traffic)",
+        examples=["sccnlp monitor rdma", "sccnlp monitor rdma --inventory inventory/static/hosts.yml --count 10"])
     sub = parser.add_subparsers(dest="monitor_command", metavar="WHAT")
     sub.required = True
-    p = sub.add_parser("rdma", help="per-port RDMA transmit/receive rates from /sys/class/infiniband counters",
-                       description="Sample port_xmit_data/port_rcv_data (4-byte words) and the packet counters, "
-                                   "print rates per port. With --hosts or --inventory it runs a small reader on "
-                                   "each node over plain ssh (your ssh config; host keys are checked).")
+    p = add_command(
+        sub, "rdma", "per-port RDMA transmit/receive rates from /sys/class/infiniband counters",
+        details="Samples port_xmit_data/port_rcv_data (4-byte words) and the packet counters and prints rates per\n"
+                "port. With --hosts or --inventory it runs a small reader on each node over ssh, with host keys\n"
+                "checked: --inventory reaches the nodes as Ansible does (ansible_host, ansible_user, ansible_port,\n"
+                "ansible_ssh_private_key_file, ansible_ssh_common_args/extra_args, ansible_python_interpreter).",
+        examples=["sccnlp monitor rdma --count 5", "sccnlp monitor rdma --inventory inventory/static/hosts.yml",
+                  "sccnlp monitor rdma --hosts node1,node2 --interval 2 --json"])
     p.add_argument("--sysfs-root", default=rdma.DEFAULT_ROOT, metavar="PATH",
                    help="directory holding <device>/ports/<n>/counters (default: %(default)s)")
     p.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between samples (default 1)")

@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import argparse
 
+from sccnlp.commands import add_command
 from sccnlp.testbed import cluster
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("testbed", help="the local Docker test cluster (Debian 12 nodes, GlusterFS, sshd)")
+    parser = add_command(
+        sub, "testbed", "the local Docker test cluster (Debian 12 nodes, GlusterFS, sshd)",
+        examples=["sccnlp testbed up --nodes 3", "sccnlp testbed status", "sccnlp testbed inventory",
+                  "sccnlp testbed down"])
     tsub = parser.add_subparsers(dest="testbed_command", metavar="ACTION")
     tsub.required = True
 
-    up = tsub.add_parser("up", help="build the node image if needed and start the nodes; writes an inventory")
+    up = add_command(
+        tsub, "up", "build the node image if needed and start the nodes; writes an inventory",
+        details="Nodes are containers with systemd and sshd on a private network; the inventory it prints holds\n"
+                "their addresses, the test bed's own SSH key and known_hosts. GlusterFS serves /mnt/shared's volume.",
+        examples=["sccnlp testbed up", "sccnlp testbed up --name tb2 --nodes 2 --subnet 10.89.0.0/24 --no-storage"])
     up.add_argument("--name", default="scc-tb", help="test bed name (container prefix) [%(default)s]")
     up.add_argument("--nodes", type=int, default=3, help="number of nodes [%(default)s]")
     up.add_argument("--subnet", default="10.88.0.0/24", help="private network of the nodes [%(default)s]")
@@ -21,20 +29,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     up.add_argument("--no-storage", action="store_true", help="do not serve the GlusterFS volume")
     up.set_defaults(func=_up)
 
-    down = tsub.add_parser("down", help="remove the nodes, their network and the test bed's state")
-    down.add_argument("--name", default="scc-tb")
+    down = add_command(tsub, "down", "remove the nodes, their network and the test bed's state",
+                       examples=["sccnlp testbed down", "sccnlp testbed down --name tb2"])
+    down.add_argument("--name", default="scc-tb", help="test bed name [%(default)s]")
     down.set_defaults(func=_down)
 
-    st = tsub.add_parser("status", help="show the nodes, their state and whether SSH answers")
-    st.add_argument("--name", default="scc-tb")
+    st = add_command(tsub, "status", "show the nodes, their state and whether SSH answers",
+                     details="Exit status 0 when every node runs and answers on SSH, 1 otherwise.",
+                     examples=["sccnlp testbed status", "sccnlp testbed status --name tb2"])
+    st.add_argument("--name", default="scc-tb", help="test bed name [%(default)s]")
     st.set_defaults(func=_status)
 
-    img = tsub.add_parser("image", help="build the node image (debootstrap + import) unless cached")
+    img = add_command(tsub, "image", "build the node image (debootstrap + import) unless cached",
+                      examples=["sccnlp testbed image", "sccnlp testbed image --force"])
     img.add_argument("--force", action="store_true", help="rebuild even if the recipe's image exists")
     img.set_defaults(func=_image)
 
-    inv = tsub.add_parser("inventory", help="print the path of the test bed's inventory")
-    inv.add_argument("--name", default="scc-tb")
+    inv = add_command(tsub, "inventory", "print the path of the test bed's inventory",
+                      examples=["sccnlp testbed inventory", 'sccnlp deploy -i "$(sccnlp testbed inventory)" --check'])
+    inv.add_argument("--name", default="scc-tb", help="test bed name [%(default)s]")
     inv.set_defaults(func=_inventory)
 
 

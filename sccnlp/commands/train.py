@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from sccnlp import runner
+from sccnlp.commands import add_command
 from sccnlp.errors import SccError
 
 FOLLOW_TASK = "Follow the training log"
@@ -20,8 +21,14 @@ _NOTABLE = re.compile(r"error|Error|resumed from|no checkpoint|saved checkpoint|
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("train", help="prepare BERT data and train on every GPU (playbooks/bert.yml)",
-                              description=__doc__)
+    p = add_command(
+        subparsers, "train", "prepare BERT data and train on every GPU (playbooks/bert.yml)",
+        details="Prepares the corpus into shards on the shared storage, then launches the trainer with mpirun across\n"
+                "every slot of the cluster's hostfile and streams its progress. A run resumes from its last\n"
+                "checkpoint by default (--resume auto).",
+        examples=["sccnlp train -i inventory/static/hosts.yml --model base --steps 1000",
+                  "sccnlp train -i inventory/static/hosts.yml --data-only --corpus /mnt/shared/corpus.txt",
+                  "sccnlp train -i inventory/static/hosts.yml --model large --phase 2 --run-name exp1 --resume auto"])
     p.add_argument("-i", "--inventory", required=True, help="inventory of the cluster")
     p.add_argument("--model", choices=("tiny", "base", "large"), help="BERT size (bert_model)")
     p.add_argument("--phase", type=int, choices=(1, 2), help="1 = seq 128, 2 = seq 512 (bert_phase)")

@@ -5,13 +5,19 @@ from __future__ import annotations
 import argparse
 import time
 
+from sccnlp.commands import add_command
 from sccnlp.errors import SccError
 from sccnlp.runner import print_summary, run_playbook
 from sccnlp.testbed import cluster
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("up", help="local test cluster end to end: test bed, deploy, validate, short BERT run")
+    parser = add_command(
+        sub, "up", "local test cluster end to end: test bed, deploy, validate, a short BERT run",
+        details="What `make demo` runs: `sccnlp testbed up`, `sccnlp deploy` (site.yml), `sccnlp validate`, then\n"
+                "`sccnlp train` with a tiny model for 30 steps. Prints the time of each phase and the inventory.",
+        examples=["sccnlp up", "sccnlp up --nodes 2 --skip-bert",
+                  "sccnlp up --name demo2 --subnet 10.89.0.0/24 --report-dir /tmp/demo2-report"])
     parser.add_argument("--name", default="scc-tb", help="test bed name [%(default)s]")
     parser.add_argument("--nodes", type=int, default=3, help="number of nodes [%(default)s]")
     parser.add_argument("--subnet", default="10.88.0.0/24", help="private network of the nodes [%(default)s]")

@@ -14,13 +14,21 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
+from sccnlp.commands import add_command
 from sccnlp.errors import SccError
 
 FRAGMENTS = "fragments"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("validate", help="check GPUs, RDMA/NCCL, MPI and shared storage; write the report")
+    parser = add_command(
+        sub, "validate", "check GPUs, RDMA/NCCL, MPI and shared storage; write the report",
+        details="Runs playbooks/validate.yml, merges the per-node results into REPORT_DIR/report.json and\n"
+                "report.html, and prints a summary. Exit status 0 when every check passed or was skipped with a\n"
+                "reason; 1 when a check failed or a node was unreachable or sent no results.",
+        examples=["sccnlp validate -i inventory/static/hosts.yml",
+                  "sccnlp validate -i inventory/static/hosts.yml -l node2 -e validate_gpu_quick=true",
+                  "sccnlp validate --from-fragments --report-dir validate-report"])
     _add_options(parser)
     parser.set_defaults(func=run)
 

@@ -101,18 +101,39 @@ def local_samples(root: str, interval: float, samples: int) -> Iterator[Sample]:
 
 @dataclass
 class SshTarget:
+    """One node and how to reach it: plain ssh (your ssh config, host keys checked) plus what the inventory sets."""
+
     name: str
     address: str
     user: Optional[str] = None
     port: Optional[int] = None
+    key_file: Optional[str] = None
+    ssh_args: list[str] = field(default_factory=list)  # ansible_ssh_common_args + ansible_ssh_extra_args
+    python: str = "python3"
+    local: bool = False  # ansible_connection=local: the reader runs on this machine, without ssh
 
-    def command(self, root: str, interval: float, samples: int) -> list[str]:
+    def ssh(self) -> list[str]:
+        """The ssh command line up to (and including) the destination; empty for a local target."""
+        if self.local:
+            return []
         cmd = ["ssh", "-o", "BatchMode=yes"]
         if self.port:
             cmd += ["-p", str(self.port)]
+        if self.key_file:
+            cmd += ["-i", self.key_file]
+        cmd += self.ssh_args
         cmd.append(f"{self.user}@{self.address}" if self.user else self.address)
-        cmd.append(" ".join(shlex.quote(part) for part in ("python3", "-", root, f"{interval:g}", str(samples))))
         return cmd
+
+    def command(self, root: str, interval: float, samples: int) -> list[str]:
+        reader_argv = [self.python, "-", root, f"{interval:g}", str(samples)]
+        if self.local:
+            return reader_argv
+        return [*self.ssh(), " ".join(shlex.quote(part) for part in reader_argv)]
+
+    def check_hint(self) -> str:
+        """What to run by hand to see why the node does not answer."""
+        return shlex.join([*self.ssh(), f"{self.python} -V"] if not self.local else [self.python, "-V"])
 
 
 class RemoteReader:
@@ -140,13 +161,13 @@ class RemoteReader:
             line = self.lines.get(timeout=timeout)
         except queue.Empty as exc:
             self.stop()
-            raise SccError(f"{self.target.name}: no sample from the RDMA reader within {timeout:g}s "
-                           "(is the node reachable with `ssh` and does it have python3?)") from exc
+            raise SccError(f"{self.target.name}: no sample from the RDMA reader within {timeout:g}s: check that "
+                           f"`{self.target.check_hint()}` answers") from exc
         if line is None:
             rc = self.proc.wait()
             err = (self.proc.stderr.read() if self.proc.stderr else "").strip().splitlines()
             raise SccError(f"{self.target.name}: ssh/reader stopped (exit {rc}): "
-                           f"{err[-1] if err else 'no output'}; check `ssh {self.target.address} python3 -V`")
+                           f"{err[-1] if err else 'no output'}; check `{self.target.check_hint()}`")
         data = json.loads(line)
         if "error" in data:
             raise SccError(no_devices_message(self.root, self.target.name), exit_code=NO_DEVICES_EXIT)
@@ -251,30 +272,78 @@ def monitor(root: str = DEFAULT_ROOT, interval: float = 1.0, count: int = 0, as_
 
 
 def hosts_from_inventory(inventory: str, group: str = "scc_cluster") -> list[SshTarget]:
-    """ssh targets of `group` (children included) from `ansible-inventory --list` (ansible_host/user/port kept)."""
+    """ssh targets of `group` (children included) from `ansible-inventory --list`, reached the way Ansible's ssh
+    connection reaches them (see target_from_hostvars)."""
     if not Path(inventory).exists():
         raise SccError(f"inventory {inventory} does not exist: pass --inventory PATH or --hosts h1,h2")
-    exe = Path(sys.executable).parent / "ansible-inventory"
-    cmd = [str(exe) if exe.exists() else "ansible-inventory", "-i", inventory, "--list"]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
-    except FileNotFoundError as exc:
-        raise SccError("ansible-inventory is not installed: pip install 'sccnlp[controller]', or use --hosts") from exc
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise SccError(f"ansible-inventory could not read {inventory}: {last}")
-    data = json.loads(proc.stdout)
+    from sccnlp.commands.discover import inventory_json, plain
+
+    data = inventory_json(inventory)
     names = _group_hosts(data, group, set())
     if not names:
         raise SccError(f"inventory {inventory} has no hosts in group {group!r}: add them, or use --hosts h1,h2")
     hostvars = data.get("_meta", {}).get("hostvars", {})
-    targets = []
-    for name in sorted(names):
-        hv = hostvars.get(name, {})
-        port = hv.get("ansible_port")
-        targets.append(SshTarget(name=name, address=str(hv.get("ansible_host", name)), user=hv.get("ansible_user"),
-                                 port=int(port) if port else None))
-    return targets
+    return [target_from_hostvars(name, plain(hostvars.get(name, {}))) for name in sorted(names)]
+
+
+# Ansible's connection variables and their older aliases, in Ansible's order of preference.
+_SSH_VARS = {
+    "address": ("ansible_host", "ansible_ssh_host"),
+    "user": ("ansible_user", "ansible_ssh_user"),
+    "port": ("ansible_port", "ansible_ssh_port"),
+    "key_file": ("ansible_ssh_private_key_file", "ansible_private_key_file"),
+    "common_args": ("ansible_ssh_common_args",),
+    "extra_args": ("ansible_ssh_extra_args",),
+    "python": ("ansible_python_interpreter",),
+    "connection": ("ansible_connection",),
+}
+
+
+def target_from_hostvars(name: str, hostvars: dict[str, Any]) -> SshTarget:
+    """The node as Ansible's ssh connection reaches it: ansible_host, ansible_user, ansible_port,
+    ansible_ssh_private_key_file, ansible_ssh_common_args and ansible_ssh_extra_args (e.g. a private
+    UserKnownHostsFile, a ProxyJump), ansible_python_interpreter. What the monitor cannot honour is refused."""
+    def get(key: str) -> Optional[str]:
+        for var in _SSH_VARS[key]:
+            value = hostvars.get(var)
+            if value is None or value == "":
+                continue
+            text = str(value)
+            if "{{" in text or "{%" in text:
+                raise SccError(f"{name}: {var} is a template ({text!r}), which the monitor does not evaluate: set "
+                               "a plain value in the inventory, or use --hosts")
+            return text
+        return None
+
+    connection = get("connection") or "ssh"
+    if connection not in ("ssh", "smart", "local", "ansible.builtin.ssh", "ansible.builtin.local"):
+        raise SccError(f"{name}: ansible_connection={connection} is not supported by the monitor (it runs its reader "
+                       "over ssh): use a host reachable by ssh, or --hosts")
+    for var in ("ansible_password", "ansible_ssh_pass", "ansible_ssh_password"):
+        if hostvars.get(var):
+            raise SccError(f"{name}: {var} is set, but the monitor's ssh runs with BatchMode=yes (no password "
+                           "prompt): give the node a key (ansible_ssh_private_key_file) or use an ssh agent")
+    port_text = get("port")
+    try:
+        port = int(port_text) if port_text else None
+    except ValueError:
+        raise SccError(f"{name}: ansible_port {port_text!r} is not a number: set ansible_port: 22") from None
+    args: list[str] = []
+    for key in ("common_args", "extra_args"):
+        text = get(key)
+        if text:
+            try:
+                args += shlex.split(text)
+            except ValueError as exc:
+                raise SccError(f"{name}: {_SSH_VARS[key][0]} {text!r} does not split into ssh arguments ({exc}): "
+                               "fix its quoting") from None
+    python = get("python") or "python3"
+    if python.startswith("auto"):  # auto, auto_silent, auto_legacy: Ansible's discovery, not a path
+        python = "python3"
+    key_file = get("key_file")
+    return SshTarget(name=name, address=get("address") or name, user=get("user"), port=port,
+                     key_file=str(Path(key_file).expanduser()) if key_file else None, ssh_args=args, python=python,
+                     local=connection.endswith("local"))
 
 
 def _group_hosts(data: dict[str, Any], group: str, seen: set) -> list[str]:

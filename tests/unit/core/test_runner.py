@@ -103,14 +103,16 @@ def test_missing_inventory_names_the_fix(tmp_path: Path) -> None:
 
 
 def test_missing_playbook_names_the_fix(tmp_path: Path, local_inventory: Path) -> None:
-    with pytest.raises(SccError, match=r"no playbook .*nope\.yml: is SCCNLP_COLLECTION pointing"):
+    with pytest.raises(SccError, match=r"^playbook file .*nope\.yml does not exist: give the path of a playbook, or "
+                                       r"the name of one under .*/playbooks \(bert, cluster, .*site.*\)$"):
         run_playbook(str(tmp_path / "nope.yml"), local_inventory)
 
 
 def test_missing_collection_playbook_names_the_fix(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                     local_inventory: Path) -> None:
     monkeypatch.setenv("SCCNLP_COLLECTION", str(tmp_path))
-    with pytest.raises(SccError, match=r"no playbook .*/playbooks/site\.yml: is SCCNLP_COLLECTION pointing"):
+    with pytest.raises(SccError, match=r"^no playbooks under .*/playbooks: SCCNLP_COLLECTION=.* is not the "
+                                       r"collection root; point SCCNLP_COLLECTION at the folder"):
         run_playbook("site", local_inventory)
 
 

@@ -6,7 +6,7 @@ export SCCNLP_COLLECTIONS_PATH ?= /tmp/sccnlp-collections-$(shell id -u)
 export ANSIBLE_COLLECTIONS_PATH := $(SCCNLP_COLLECTIONS_PATH)
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: bootstrap demo test lint unit molecule e2e clean
+.PHONY: bootstrap demo test lint sanity unit molecule e2e clean
 
 bootstrap:
 	./scripts/bootstrap.sh
@@ -15,12 +15,15 @@ bootstrap:
 demo: bootstrap
 	$(BIN)/sccnlp up
 
-## What CI runs: lint, unit tests, loopback integration tests, the 3-node cluster scenario, the demo end to end (e2e).
+## What CI runs: lint, ansible-test sanity, unit tests, loopback integration tests, the 3-node cluster scenario, the demo end to end (e2e).
 test: bootstrap
 	./scripts/test.sh
 
 lint: bootstrap
 	./scripts/test.sh lint
+
+sanity: bootstrap
+	./scripts/test.sh sanity
 
 unit: bootstrap
 	./scripts/test.sh unit

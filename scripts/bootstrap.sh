@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(docker.io debootstrap openssh-client git make iptables rsync)
+APT_PACKAGES=(docker.io debootstrap openssh-client git make iptables rsync shellcheck)
 need=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The test command (README, CI). Stages: lint, unit, molecule, e2e (all four when none is named).
+# The test command (README, CI). Stages: lint, sanity, unit, molecule, e2e (all five when none is named).
+# sanity = ansible-test sanity (the checks Galaxy holds collections to), offline, through scripts/sanity.sh.
 # e2e = `sccnlp up` (what `make demo` does) on a fresh test bed with the short BERT run, then the test-bed tests.
 # Each stage prints its time; containers and networks made here are removed on exit.
+# shellcheck disable=SC2317  # stage_* and cleanup are called indirectly (run_stage, trap)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$PWD/.venv/bin
@@ -16,7 +18,7 @@ MOLECULE_SCENARIOS=${MOLECULE_SCENARIOS:-cluster gpu_stack+runtime}
 E2E_TESTBED=ci-e2e
 
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(lint unit molecule e2e)
+[ ${#stages[@]} -gt 0 ] || stages=(lint sanity unit molecule e2e)
 
 declare -A took
 # Only what the stages of this run made is removed (another run's molecule cluster or test bed stays).
@@ -41,6 +43,10 @@ run_stage() {
 stage_lint() {
   ruff check . && mypy && yamllint --strict . && ansible-lint --offline &&
     antsibull-docs lint-collection-docs --plugin-docs .
+}
+
+stage_sanity() {
+  ./scripts/sanity.sh
 }
 
 # pytest runs once per test folder, each in its own process: Ansible's plugin loader initialises once per process
@@ -99,7 +105,7 @@ molecule_together() {
     echo "--- molecule $scenario: $result ($(( $(date +%s) - t0 )) s after the start of [$1])"
   done
   rm -rf "$dir"
-  return $rc
+  return "$rc"
 }
 
 stage_e2e() {

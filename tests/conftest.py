@@ -15,7 +15,7 @@ from sccnlp.runner import _collections_path
 
 @pytest.fixture(scope="session")
 def collections_path() -> str:
-    return _collections_path().split(":")[0]
+    return _collections_path().split(":", maxsplit=1)[0]
 
 
 @pytest.fixture(scope="session")

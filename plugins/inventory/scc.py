@@ -330,7 +330,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
         instances = [(region, inst) for region, items in payload.items() for inst in items]
         by_id = {id(inst): region for region, inst in instances}
-        for name, inst in assign_names((inst for _, inst in instances), prefs):
+        for name, inst in assign_names((inst for _unused, inst in instances), prefs):
             hv = host_vars(inst, by_id[id(inst)], table)
             if not hv.pop("scc_instance_type_known"):
                 unknown_types.setdefault(hv["scc_instance_type"], name)

@@ -103,7 +103,8 @@ def resolve_arch(matrix, pci_device_id="", model="", chip=""):
 def _label(arch, model, matrix=None):
     if matrix is not None and arch_from_model(matrix, model) != arch:
         return arch
-    short = str(model or "").replace("Tesla ", "").replace("NVIDIA ", "").split("-")[0].split(" ")[0]
+    short = str(model or "").replace("Tesla ", "").replace("NVIDIA ", "").split("-", maxsplit=1)[0]
+    short = short.split(" ", maxsplit=1)[0]
     return "%s (%s)" % (arch, short) if short else arch
 
 
@@ -269,7 +270,7 @@ def _check_methods(matrix, plan, node, problems, gpu):
         if distribution and method not in allowed:
             problems.append("%s: %s method %s is not supported on %s %s (supported there: %s); use one of them "
                             "or add the OS to sccnlp/data/compat_matrix.yml" % (node, component, method, distribution,
-                                                                               dist_version, ", ".join(allowed)))
+                                                                                dist_version, ", ".join(allowed)))
         if method not in ("adopt",) and not str(spec.get("version") or "") and not (
                 component == "gpu_driver" and spec.get("branch")):
             problems.append("%s: %s method %s installs, so it needs a pinned version; set %s_version"

@@ -157,7 +157,7 @@ def paginate(fetch_page: Callable[[str | None], Mapping[str, Any]], max_pages: i
     instances: list[dict[str, Any]] = []
     token: str | None = None
     seen: set[str] = set()
-    for _ in range(max_pages):
+    for _round in range(max_pages):
         page = fetch_page(token)
         instances.extend((page.get("Instances") or {}).get("Instance") or [])
         token = page.get("NextToken") or None
@@ -255,7 +255,7 @@ def explain(exc: BaseException, region: str, endpoint: str, creds: Credentials |
         return (f"cannot reach the ECS API for {where}: {reason} after {attempts} attempt(s) with a {timeout:g}s "
                 "timeout: check `endpoint` and the network/proxy from this controller, or raise `timeout`")
     status = getattr(exc, "status_code", None)
-    message = str(getattr(exc, "message", "") or exc).split(" request id:")[0]
+    message = str(getattr(exc, "message", "") or exc).split(" request id:", maxsplit=1)[0]
     if message.startswith("code: "):
         message = message.split(", ", 1)[-1]
     return (f"ECS DescribeInstances failed in {where}: {code or exc.__class__.__name__}"

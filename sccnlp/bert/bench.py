@@ -25,7 +25,7 @@ GOALS = {("bert-large", 128): 1850.0, ("bert-large", 512): 435.0}  # seq/s per H
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sccnlp.bert.bench", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m sccnlp.bert.bench", description=__doc__.splitlines()[0])
     p.add_argument("--model", default="bert-large")
     p.add_argument("--seq-len", type=int, default=128)
     p.add_argument("--batch-size", type=int, default=256, help="sequences per GPU per step")
@@ -60,21 +60,21 @@ def bench_one(model: str, seq_len: int, batch: int, steps: int, warmup: int, dat
     it = iter(trainer.loader)
 
     def batches() -> list[dict[str, Any]]:
-        return [next(it) for _ in range(trainer.accum)]
+        return [next(it) for _round in range(trainer.accum)]
 
     trainer.sync()
     t0 = time.perf_counter()
     first = trainer.train_step(batches())
     trainer.sync()
     compile_s = time.perf_counter() - t0
-    for _ in range(max(warmup - 1, 0)):
+    for _round in range(max(warmup - 1, 0)):
         trainer.train_step(batches())
     trainer.sync()
     if trainer.is_cuda:
         torch.cuda.reset_peak_memory_stats(trainer.device)
     t0 = time.perf_counter()
     losses = []
-    for _ in range(steps):
+    for _round in range(steps):
         losses.append(trainer.train_step(batches())[0])
     trainer.sync()
     seconds = time.perf_counter() - t0

@@ -145,7 +145,7 @@ class _ProseExtractor(HTMLParser):
     def handle_endtag(self, tag: str) -> None:
         if tag in _BLOCK:
             self._flush()
-        if not any(t == tag for t, _ in self.stack):
+        if not any(t == tag for t, _unused in self.stack):
             return
         while self.stack:
             name, skip = self.stack.pop()
@@ -263,7 +263,7 @@ def write_corpus(documents: Iterable[list[str]], out: str | os.PathLike[str], ma
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m sccnlp.bert.corpus", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m sccnlp.bert.corpus", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="action", required=True)
     build = sub.add_parser("build", help="build a corpus from installed Debian documentation")
     build.add_argument("--from-debian-docs", action="store_true", required=True,

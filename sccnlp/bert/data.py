@@ -67,9 +67,9 @@ def read_meta(data_dir: str | Path) -> ShardMeta:
     except (ValueError, KeyError, TypeError) as exc:
         raise SccError(f"{meta_file} is not valid ({type(exc).__name__}: {exc}): re-run the data preparation") \
             from None
-    if sum(c for _, c in shards) != result.total or result.total <= 0:
+    if sum(c for _unused, c in shards) != result.total or result.total <= 0:
         raise SccError(f"{meta_file}: total {result.total} differs from the sum of shard counts "
-                       f"{sum(c for _, c in shards)} (or is 0): re-run the data preparation")
+                       f"{sum(c for _unused, c in shards)} (or is 0): re-run the data preparation")
     return result
 
 
@@ -93,7 +93,7 @@ class ShardSet:
                                    "(docs/DATA_FORMAT.md): re-run the data preparation")
                 arrays[field] = arr
             self.arrays.append(arrays)
-        self.offsets = np.cumsum([0] + [c for _, c in self.meta.shards])
+        self.offsets = np.cumsum([0] + [c for _unused, c in self.meta.shards])
 
     def __len__(self) -> int:
         return self.meta.total
@@ -238,8 +238,8 @@ class SyntheticLoader:
 
         gen = torch.Generator().manual_seed(seed)
         self.batches = []
-        for _ in range(distinct):
-            pos = torch.stack([torch.randperm(seq_len - 2, generator=gen)[:max_pred] + 1 for _ in range(batch_size)])
+        for _round in range(distinct):
+            pos = torch.stack([torch.randperm(seq_len - 2, generator=gen)[:max_pred] + 1 for _row in range(batch_size)])
             self.batches.append({
                 "input_ids": torch.randint(5, vocab_size, (batch_size, seq_len), generator=gen).to(device),
                 "token_type_ids": (torch.arange(seq_len)[None, :] >= seq_len // 2).long()

@@ -310,7 +310,7 @@ def _add_input_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m sccnlp.bert.prepare", description=__doc__.split("\n")[0],
+    parser = argparse.ArgumentParser(prog="python -m sccnlp.bert.prepare", description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n", 2)[2])
     sub = parser.add_subparsers(dest="stage", required=True)

@@ -120,7 +120,7 @@ def pairs_from_document(docs: Sequence[Sequence[Sequence[int]]], doc_index: int,
                 if is_random:
                     b_target = max(1, target - len(tokens_a))
                     other = doc_index
-                    for _ in range(10):
+                    for _round in range(10):
                         other = rng.randint(0, len(docs) - 1)
                         if other != doc_index:
                             break
@@ -150,7 +150,7 @@ def build_records(docs: Sequence[Sequence[Sequence[int]]], phase: Phase, ids: Sp
     pairs: list[tuple[list[int], list[int], int]] = []
     balance = [0]
     if docs:
-        for _ in range(dupe_factor):
+        for _round in range(dupe_factor):
             for index in range(len(docs)):
                 pairs.extend(pairs_from_document(docs, index, phase.seq_len - 3, short_seq_prob, rng, balance))
     rng.shuffle(pairs)
@@ -248,7 +248,7 @@ def write_meta(phase_dir: str | os.PathLike[str], phase: Phase, vocab_size: int,
         "vocab_size": vocab_size,
         "vocab_sha256": vocab_sha256,
         "shards": [{"name": name, "count": int(count)} for name, count in shards],
-        "total": int(sum(count for _, count in shards)),
+        "total": int(sum(count for _unused, count in shards)),
         "source_sha256": source_sha256,
         "dupe_factor": dupe_factor,
         "seed": seed,

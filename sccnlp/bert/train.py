@@ -32,7 +32,7 @@ class NonFiniteGradient(SccError):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sccnlp.bert.train", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m sccnlp.bert.train", description=__doc__.splitlines()[0])
     p.add_argument("--data-dir", help="prepared phase directory (…/phase1_seq128) holding meta.json and shards")
     p.add_argument("--synthetic", action="store_true", help="random full-length data of the same shapes (benchmarks)")
     p.add_argument("--seq-len", type=int, default=128, help="with --synthetic (real data: from meta.json)")
@@ -240,7 +240,7 @@ class Trainer:
     def _parse_inject(self, spec: str) -> tuple[str, int] | None:
         if not spec:
             return None
-        name, _, step = spec.rpartition("@")
+        name, _unused, step = spec.rpartition("@")
         names = set(self.param_names.values())
         if name not in names or not step.isdigit():
             raise SccError(f"--inject-nonfinite {spec!r}: expected PARAM@STEP with PARAM one of the model's "
@@ -372,7 +372,7 @@ class Trainer:
     def _prune(self) -> None:
         assert self.output_dir is not None
         found = sorted((int(m.group(1)), f) for f in self.output_dir.glob("ckpt-*.pt") if (m := CKPT_RE.match(f.name)))
-        for _, f in found[:-self.args.keep_checkpoints] if self.args.keep_checkpoints > 0 else []:
+        for _unused, f in found[:-self.args.keep_checkpoints] if self.args.keep_checkpoints > 0 else []:
             f.unlink(missing_ok=True)
 
     def _maybe_resume(self) -> None:
@@ -454,8 +454,8 @@ class Trainer:
         self.sync()
         t0, window_start_step = time.perf_counter(), self.step
         while self.step < args.steps:
-            batches = [next(it) for _ in range(self.accum)]
-            loss, mlm, nsp, _ = self.train_step(batches)
+            batches = [next(it) for _round in range(self.accum)]
+            loss, mlm, nsp, _unused = self.train_step(batches)
             window.append((loss, mlm, nsp))
             if self.step % args.log_interval == 0 or self.step == args.steps:
                 self.sync()

@@ -53,12 +53,12 @@ def _worker(rank: int, world: int, port: int, device_kind: str, plan: "list[int]
     rows = []
     for nbytes in plan:
         buf = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
-        for _ in range(2):
+        for _round in range(2):
             dist.all_reduce(buf)
         sync()
         dist.barrier()
         start = time.perf_counter()
-        for _ in range(iters):
+        for _round in range(iters):
             dist.all_reduce(buf)
         sync()
         seconds = (time.perf_counter() - start) / iters

@@ -33,11 +33,11 @@ class Timer:
 
     def run(self, work: "Callable[[], Any]", iters: int, warmup: int = 2) -> float:
         """Seconds per iteration of `work`."""
-        for _ in range(warmup):
+        for _round in range(warmup):
             work()
         self.sync()
         start = time.perf_counter()
-        for _ in range(iters):
+        for _round in range(iters):
             work()
         self.sync()
         return (time.perf_counter() - start) / iters

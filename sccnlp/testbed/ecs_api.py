@@ -105,7 +105,7 @@ def rpc_v1_signature(method: str, params: Mapping[str, str], secret: str) -> str
 
 
 def _parse_authorization(value: str) -> tuple[str, str, list[str], str]:
-    algorithm, _, rest = value.partition(" ")
+    algorithm, _unused, rest = value.partition(" ")
     parts = dict(p.split("=", 1) for p in rest.split(",") if "=" in p)
     return algorithm, parts.get("Credential", ""), parts.get("SignedHeaders", "").split(";"), parts.get("Signature", "")
 
@@ -229,7 +229,7 @@ def _encode_token(offset: int) -> str:
 def _decode_token(token: str) -> int:
     try:
         text = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
-        prefix, _, number = text.partition(":")
+        prefix, _unused, number = text.partition(":")
         if prefix != "scc-offset":
             raise ValueError(token)
         return int(number)
@@ -387,7 +387,7 @@ def serve(instances: Sequence[Mapping[str, Any]], host: str = "127.0.0.1", port:
 @contextlib.contextmanager
 def running(instances: Sequence[Mapping[str, Any]], **kwargs: Any) -> Iterator[EcsApiServer]:
     """`serve()` as a context manager that shuts the server down on exit."""
-    server, _ = serve(instances, **kwargs)
+    server, _unused = serve(instances, **kwargs)
     try:
         yield server
     finally:
@@ -462,7 +462,7 @@ def load_instances(path: str | Path) -> list[dict[str, Any]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sccnlp.testbed.ecs_api", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m sccnlp.testbed.ecs_api", description=__doc__.splitlines()[0])
     src = parser.add_mutually_exclusive_group()
     src.add_argument("--instances", metavar="FILE", help="JSON list of instances in the DescribeInstances shape")
     src.add_argument("--generate", type=int, metavar="N", default=0, help="serve N synthetic instances")
@@ -476,8 +476,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         instances = load_instances(args.instances) if args.instances else generate_instances(args.generate)
         keys = dict(k.split(":", 1) for k in args.key) if args.key else None
-        server, _ = serve(instances, host=args.host, port=args.port, keys=keys, regions=args.region,
-                             faults=Faults(throttle=args.throttle))
+        server, _unused = serve(instances, host=args.host, port=args.port, keys=keys, regions=args.region,
+                                faults=Faults(throttle=args.throttle))
     except (OSError, ValueError) as exc:
         print(f"ecs_api: error: {exc}", file=sys.stderr)
         return 2

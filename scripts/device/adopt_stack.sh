@@ -79,7 +79,8 @@ run refuse_v100_cuda13 "$@" -e gpu_arch=volta -e cuda_version=13.0; RC4=$?
 REFUSED_MSG=$(grep -o 'cuda 13.0 does not support gpu_arch volta[^|]*' "$OUT_DIR/refuse_v100_cuda13.log" | head -1)
 
 PASS=0; FAIL=0
-check() { if eval "$2"; then echo "PASS  $1"; PASS=$((PASS+1)); else echo "FAIL  $1"; FAIL=$((FAIL+1)); fi; }
+# verdict LABEL COMMAND...: PASS when the command succeeds.
+verdict() { local label=$1; shift; if "$@"; then echo "PASS  $label"; PASS=$((PASS+1)); else echo "FAIL  $label"; FAIL=$((FAIL+1)); fi; }
 {
   echo "== GPU stack adopt on $(hostname) ($(date -u +%FT%TZ))"
   echo "-- found"
@@ -87,15 +88,15 @@ check() { if eval "$2"; then echo "PASS  $1"; PASS=$((PASS+1)); else echo "FAIL 
     "$OUT_DIR/run1.log" | sed -E 's/^"msg": "//; s/"$//' | sort -u
   echo "-- $(cat "$OUT_DIR/gpu-count.txt")"
   echo "-- checks"
-  check "run 1 passes (rc $RC1; $(recap run1))" '[ "$RC1" = 0 ]'
-  check "run 2 passes and changes nothing (changed=$(changed run2))" '[ "$RC2" = 0 ] && [ "$(changed run2)" = 0 ]'
+  verdict "run 1 passes (rc $RC1; $(recap run1))" test "$RC1" = 0
+  verdict "run 2 passes and changes nothing (changed=$(changed run2))" test "$RC2:$(changed run2)" = 0:0
   # Adopt installs nothing: the stack roles change nothing even on the first run. ib_check, the last role of the
   # phase, writes the NCCL settings it derives (/etc/nccl.conf, the env file, its local fact): reported, expected.
   STACK_CHANGED=$(changed_by run1 'compat_check|gpu_driver|cuda|nccl|cudnn')
-  check "run 1: the stack roles changed nothing (adopt; ${STACK_CHANGED:-none}; ib_check wrote: $(changed_by run1 ib_check))" \
-    '[ -z "$STACK_CHANGED" ]'
-  check "--check passes (rc $RC3; $(recap check))" '[ "$RC3" = 0 ]'
-  check "V100 + CUDA 13 refused (rc $RC4): ${REFUSED_MSG:-no message}" '[ "$RC4" != 0 ] && [ -n "$REFUSED_MSG" ]'
+  verdict "run 1: the stack roles changed nothing (adopt; ${STACK_CHANGED:-none}; ib_check wrote: $(changed_by run1 ib_check))" \
+    test -z "$STACK_CHANGED"
+  verdict "--check passes (rc $RC3; $(recap check))" test "$RC3" = 0
+  verdict "V100 + CUDA 13 refused (rc $RC4): ${REFUSED_MSG:-no message}" test "$RC4" != 0 -a -n "$REFUSED_MSG"
   echo "-- $PASS passed, $FAIL failed"
   echo "-- on failure read: $OUT_DIR/run1.log (first error: $(grep -m1 -E '^fatal|ERROR' "$OUT_DIR/run1.log" | cut -c1-200))"
 } | tee "$OUT_DIR/summary.txt"

@@ -13,7 +13,8 @@ if [ "$#" -eq 0 ]; then
   set -- "large128:bert-large:128:256:30:10:" "large512:bert-large:512:64:20:5:" \
          "base128:bert-base:128:256:30:10:" "base512:bert-base:512:64:20:5:"
 fi
-export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$(pwd)" PYTHONUNBUFFERED=1
+PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$(pwd)"
+export PYTHONPATH PYTHONUNBUFFERED=1
 export TORCHINDUCTOR_CACHE_DIR="${TORCHINDUCTOR_CACHE_DIR:-/tmp/trn-inductor}"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 launch=()

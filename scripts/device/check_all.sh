@@ -24,9 +24,11 @@ step() {  # name timeout command...
   tail -n 25 "$WORK/$name.log" | sed "s/^/  [$name] /" >>"$summary"
 }
 { date -u; nvidia-smi -L; uname -r; } >>"$summary" 2>&1
-step adopt_stack   ${T_ADOPT:-150} bash scripts/device/adopt_stack.sh
-step adopt_pytorch ${T_TORCH:-100} bash scripts/device/adopt_pytorch.sh
-step gpu_gates     ${T_GATES:-240} bash scripts/device/gpu_gates.sh
-step bert_bench    ${T_BERT:-330} bash scripts/device/bert_bench.sh "${BERT_BUDGET:-300}" ${BERT_VARIANTS:-}
+step adopt_stack   "${T_ADOPT:-150}" bash scripts/device/adopt_stack.sh
+step adopt_pytorch "${T_TORCH:-100}" bash scripts/device/adopt_pytorch.sh
+step gpu_gates     "${T_GATES:-240}" bash scripts/device/gpu_gates.sh
+# BERT_VARIANTS: space-separated variant specs (bert_bench.sh arguments); none = its default set.
+read -r -a variants <<<"${BERT_VARIANTS:-}"
+step bert_bench    "${T_BERT:-330}" bash scripts/device/bert_bench.sh "${BERT_BUDGET:-300}" "${variants[@]}"
 tar -C /tmp -czf "$FINAL/results.tar.gz" scc-check
 cat "$summary"

@@ -24,7 +24,7 @@ mkdir -p "$DEST/raw-extra" "$WORK"
 log() { printf '[gpu_gates %s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 die() { log "ERROR: $*"; exit 2; }
 
-[ -f "$REPO/galaxy.yml" ] && [ -f "$REPO/playbooks/validate.yml" ] || die "run from the repository root"
+{ [ -f "$REPO/galaxy.yml" ] && [ -f "$REPO/playbooks/validate.yml" ]; } || die "run from the repository root"
 [ -f "$REPO/.device/nccl-tests.tar.gz" ] || die ".device/nccl-tests.tar.gz missing (the nccl-tests snapshot)"
 ls "$REPO"/.whl/*.whl >/dev/null 2>&1 || die ".whl/*.whl missing (ansible-core wheels for the offline bootstrap)"
 command -v nvidia-smi >/dev/null || die "nvidia-smi not found"
@@ -58,7 +58,7 @@ if [ -x /usr/local/cuda/bin/nvcc ]; then CUDA_HOME=/usr/local/cuda; else
   CUDA_HOME=$(dirname "$(dirname "$(readlink -f "$NVCC")")")
 fi
 NVCC=$CUDA_HOME/bin/nvcc
-[ -x "$NVCC" ] && ls "$CUDA_HOME"/lib64/libcudart.so* >/dev/null 2>&1 \
+{ [ -x "$NVCC" ] && ls "$CUDA_HOME"/lib64/libcudart.so* >/dev/null 2>&1; } \
   || die "no nvcc + lib64/libcudart.so under CUDA_HOME=$CUDA_HOME (set it by putting the toolkit's nvcc on PATH)"
 VENV=${GATES_VENV:-$(dirname "$(dirname "$PY")")}
 GPUS=$(nvidia-smi -L | grep -c '^GPU ')

@@ -39,7 +39,7 @@ def config(url: str, cache_dir: Path, extra: str = "") -> str:
 
 def timed(cmd: list[str], env: dict[str, str], runs: int) -> list[float]:
     times = []
-    for _ in range(runs):
+    for _round in range(runs):
         start = time.perf_counter()
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
         times.append(time.perf_counter() - start)
@@ -49,7 +49,7 @@ def timed(cmd: list[str], env: dict[str, str], runs: int) -> list[float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--instances", type=int, default=5000)
     args = parser.parse_args()

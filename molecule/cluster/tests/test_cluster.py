@@ -219,7 +219,7 @@ def _failures(output: str) -> list[tuple[str, dict]]:
     decoder = json.JSONDecoder()
     found = []
     for m in re.finditer(r"^fatal: \[(\S+)\]: FAILED! => ", output, re.M):
-        result, _ = decoder.raw_decode(output, m.end())
+        result, _unused = decoder.raw_decode(output, m.end())
         found.append((m.group(1), result))
     return found
 
@@ -252,7 +252,7 @@ def test_unreachable_mount_source_fails_with_mount_error_and_fstab_untouched(tmp
                     "-e", "scc_shared_dir=/mnt/clu-bad")
     assert run.returncode == 2, run.stdout[-3000:]
     failures = _failures(run.stdout + "\n" + run.stderr)
-    assert [h for h, _ in failures] == [NAMES[1]], run.stdout[-3000:] + run.stderr[-3000:]
+    assert [h for h, _unused in failures] == [NAMES[1]], run.stdout[-3000:] + run.stderr[-3000:]
     msg = failures[0][1]["msg"]
     assert "cannot mount clu-node1:/nosuchvol (glusterfs, cpfs_client_glusterfs_volume)" in msg
     assert re.search(r"Mounting glusterfs on /tmp/scc-cpfs-probe\.\w+ failed", msg)  # the mount's own error

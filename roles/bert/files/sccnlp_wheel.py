@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Build a reproducible pure-Python wheel of the `sccnlp` package from the collection's source tree (stdlib only).
 
 Usage: sccnlp_wheel.py COLLECTION_ROOT OUT_DIR  -> prints the wheel's path. The same source gives the same bytes

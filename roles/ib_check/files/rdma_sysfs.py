@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: scc.nlp_training contributors
 # Apache License 2.0
 """Read RDMA devices, ports and GID tables from sysfs and print them as JSON (read-only; role ib_check).
@@ -117,7 +116,6 @@ def read_tree(sysfs_root):
             "ports": sorted(ports, key=lambda p: p["port"]),
         })
     return class_dir, devices
-
 
 
 def which(name):

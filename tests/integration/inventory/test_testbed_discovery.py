@@ -39,7 +39,7 @@ def test_discovered_testbed_runs_the_cluster_playbook_unchanged(testbed: dict, t
         }))
         # Connection settings of the test bed travel as group_vars beside the discovery config.
         (tmp_path / "group_vars").mkdir()
-        connection = {k: v for k, v in testbed["vars"].items()}
+        connection = dict(testbed["vars"])
         (tmp_path / "group_vars" / "scc_cluster.yml").write_text(yaml.safe_dump(connection))
 
         env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": _collections_path()}

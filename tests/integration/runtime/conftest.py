@@ -65,7 +65,7 @@ class RolePlay:
                "-e", json.dumps(variables)]
         if check:
             cmd.append("--check")
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=self.tmp, timeout=600)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=self.tmp, timeout=600, check=False)
         return Run(proc.returncode, proc.stdout + proc.stderr)
 
 

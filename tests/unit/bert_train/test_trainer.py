@@ -37,8 +37,8 @@ def lines(stdout: str) -> list[dict]:
 
 def test_tiny_bert_learns_and_writes_metrics(shard_dir: Path, tmp_path: Path, capsys) -> None:
     out_dir = tmp_path / "run"
-    rc, stdout, _ = run_train([*BASE, "--data-dir", str(shard_dir), "--output-dir", str(out_dir), "--steps", "40"],
-                              capsys)
+    rc, stdout, _err = run_train([*BASE, "--data-dir", str(shard_dir), "--output-dir", str(out_dir), "--steps", "40"],
+                                 capsys)
     assert rc == 0
     recs = lines(stdout)
     assert [r["step"] for r in recs] == [5, 10, 15, 20, 25, 30, 35, 40]
@@ -54,7 +54,7 @@ def test_tiny_bert_learns_and_writes_metrics(shard_dir: Path, tmp_path: Path, ca
 def test_checkpoint_resume_continues_from_step(shard_dir: Path, tmp_path: Path, capsys) -> None:
     out_dir = tmp_path / "run"
     common = [*BASE, "--data-dir", str(shard_dir), "--output-dir", str(out_dir), "--ckpt-interval", "10"]
-    rc, stdout, _ = run_train([*common, "--steps", "20"], capsys)
+    rc, stdout, _err = run_train([*common, "--steps", "20"], capsys)
     assert rc == 0
     assert sorted(p.name for p in out_dir.glob("ckpt-*.pt")) == ["ckpt-10.pt", "ckpt-20.pt"]
     state = torch.load(out_dir / "ckpt-20.pt", weights_only=False)
@@ -62,7 +62,7 @@ def test_checkpoint_resume_continues_from_step(shard_dir: Path, tmp_path: Path, 
     assert (state["data"]["epoch"], state["data"]["batch_in_epoch"]) == (2, 0)  # 10 batches an epoch
     assert {"model", "optimizer", "scheduler", "rng"} <= state.keys()
 
-    rc, stdout, _ = run_train([*common, "--steps", "30", "--resume", "auto"], capsys)
+    rc, stdout, _err = run_train([*common, "--steps", "30", "--resume", "auto"], capsys)
     assert rc == 0
     assert "resumed from step 20" in stdout
     assert [r["step"] for r in lines(stdout)] == [25, 30]
@@ -74,7 +74,7 @@ def test_resume_continues_data_position(shard_dir: Path, tmp_path: Path, capsys)
     a, b = tmp_path / "a", tmp_path / "b"
     run_train([*BASE, "--data-dir", str(shard_dir), "--output-dir", str(a), "--steps", "13"], capsys)
     run_train([*BASE, "--data-dir", str(shard_dir), "--output-dir", str(b), "--steps", "7"], capsys)
-    _, stdout, _ = run_train([*BASE, "--data-dir", str(shard_dir), "--output-dir", str(b), "--steps", "13"], capsys)
+    _r, stdout, _e = run_train([*BASE, "--data-dir", str(shard_dir), "--output-dir", str(b), "--steps", "13"], capsys)
     assert "resumed from step 7" in stdout
     da = torch.load(a / "ckpt-13.pt", weights_only=False)["data"]
     db = torch.load(b / "ckpt-13.pt", weights_only=False)["data"]
@@ -116,7 +116,7 @@ def test_two_ranks_read_disjoint_ranges(tmp_path: Path) -> None:
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
     ranges = []
-    for rank, (stdout, _) in enumerate(outs):
+    for rank, (stdout, _unused) in enumerate(outs):
         m = re.search(r"rank=(\d+) world=2 data_range=\[(\d+),(\d+)\) records=\d+ total=161", stdout)
         assert m and int(m.group(1)) == rank, stdout
         ranges.append((int(m.group(2)), int(m.group(3))))
@@ -139,13 +139,13 @@ def one_line_error(rc: int, stderr: str) -> str:
 
 
 def test_missing_data_dir(tmp_path: Path, capsys) -> None:
-    rc, _, stderr = run_train([*BASE, "--data-dir", str(tmp_path / "nope"), "--steps", "2"], capsys)
+    rc, _out, stderr = run_train([*BASE, "--data-dir", str(tmp_path / "nope"), "--steps", "2"], capsys)
     msg = one_line_error(rc, stderr)
     assert str(tmp_path / "nope") in msg and "does not exist" in msg and "prepar" in msg
 
 
 def test_vocab_size_mismatch(shard_dir: Path, capsys) -> None:
-    rc, _, stderr = run_train([*BASE, "--data-dir", str(shard_dir), "--steps", "2", "--vocab-size", "100"], capsys)
+    rc, _out, stderr = run_train([*BASE, "--data-dir", str(shard_dir), "--steps", "2", "--vocab-size", "100"], capsys)
     msg = one_line_error(rc, stderr)
     assert "vocabulary size mismatch" in msg and "100" in msg and "120" in msg and "meta.json" in msg
 
@@ -153,25 +153,26 @@ def test_vocab_size_mismatch(shard_dir: Path, capsys) -> None:
 def test_global_batch_not_divisible(shard_dir: Path, capsys, monkeypatch) -> None:
     for k, v in {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "1", "OMPI_COMM_WORLD_LOCAL_RANK": "0"}.items():
         monkeypatch.setenv(k, v)
-    rc, _, stderr = run_train([*BASE, "--data-dir", str(shard_dir), "--steps", "2", "--global-batch-size", "40"],
-                              capsys)
+    rc, _out, stderr = run_train([*BASE, "--data-dir", str(shard_dir), "--steps", "2", "--global-batch-size", "40"],
+                                 capsys)
     msg = one_line_error(rc, stderr)
     assert "--global-batch-size 40 is not a multiple of --batch-size 16 x 1 ranks = 16" in msg
 
 
 def test_meta_missing_and_bad_shapes(tmp_path: Path, capsys) -> None:
     (tmp_path / "empty").mkdir()
-    rc, _, stderr = run_train([*BASE, "--data-dir", str(tmp_path / "empty"), "--steps", "2"], capsys)
+    rc, _out, stderr = run_train([*BASE, "--data-dir", str(tmp_path / "empty"), "--steps", "2"], capsys)
     assert "meta.json is missing" in one_line_error(rc, stderr)
     shard_dir = write_shards(tmp_path / "d")
     import numpy as np
 
     np.save(shard_dir / "shard-00000.lengths.npy", np.zeros(3, np.uint16))
-    rc, _, stderr = run_train([*BASE, "--data-dir", str(shard_dir), "--steps", "2"], capsys)
+    rc, _out, stderr = run_train([*BASE, "--data-dir", str(shard_dir), "--steps", "2"], capsys)
     assert "shard-00000.lengths.npy" in one_line_error(rc, stderr)
 
 
 def test_cli_subprocess_bad_input_has_no_traceback(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "sccnlp.bert.train", "--data-dir", str(tmp_path / "x")],
-                          env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=120)
+                          env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=120,
+                          check=False)
     one_line_error(proc.returncode, proc.stderr)

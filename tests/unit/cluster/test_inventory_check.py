@@ -19,7 +19,7 @@ def assert_refused(run, *needles: str) -> str:
     assert run.rc != 0, run.output
     assert "Traceback" not in run.output
     failures = re.findall(r"^fatal: \[(\S+)\]: FAILED! => (\{.*\})$", run.output, re.M)
-    assert [host for host, _ in failures] == ["localhost"], run.output
+    assert [host for host, _unused in failures] == ["localhost"], run.output
     text = json.loads(failures[0][1])["msg"]
     for needle in needles:
         assert needle in text, text

@@ -51,7 +51,7 @@ def _parser_with(func) -> argparse.ArgumentParser:  # type: ignore[no-untyped-de
 
 
 def test_scc_error_is_one_line_on_stderr(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    def boom(_: argparse.Namespace) -> int:
+    def boom(_args: argparse.Namespace) -> int:
         raise SccError("node1: gpu_count 'x' is not a number: set gpu_count: 8 in the inventory")
 
     monkeypatch.setattr(cli, "build_parser", lambda: _parser_with(boom))
@@ -64,7 +64,7 @@ def test_scc_error_is_one_line_on_stderr(monkeypatch: pytest.MonkeyPatch, capsys
 
 def test_scc_error_keeps_its_own_exit_code(monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    def boom(_: argparse.Namespace) -> int:
+    def boom(_args: argparse.Namespace) -> int:
         raise SccError("deploy failed on: node2 (see above)", exit_code=1)
 
     monkeypatch.setattr(cli, "build_parser", lambda: _parser_with(boom))

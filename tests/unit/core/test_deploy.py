@@ -152,7 +152,7 @@ def test_deploy_check_mode_changes_nothing(tiny_deploy: tuple[Path, Path, Path],
 
 def test_limit_that_matches_nothing_is_one_line(tiny_deploy: tuple[Path, Path, Path],
                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    book, inv, _ = tiny_deploy
+    book, inv, _unused = tiny_deploy
     rc = cli.main(["deploy", "-i", str(inv), "--playbook", str(book), "--limit", "node9"])
     out, err = capsys.readouterr()
     assert rc == 2

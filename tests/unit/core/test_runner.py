@@ -53,7 +53,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunResult, str]:
 
 
 def test_per_host_counts_of_the_healthy_node(tiny: tuple[RunResult, str]) -> None:
-    result, _ = tiny
+    result, _unused = tiny
     assert set(result.hosts) == {"good", "bad", "gone"}
     good = result.hosts["good"]
     assert (good.ok, good.changed, good.failed, good.unreachable, good.skipped) == (2, 1, 0, 0, 2)
@@ -87,7 +87,7 @@ def test_unreachable_node_is_reported_and_the_others_finish(tiny: tuple[RunResul
 
 
 def test_print_summary_has_one_line_per_host(tiny: tuple[RunResult, str]) -> None:
-    result, _ = tiny
+    result, _unused = tiny
     out = io.StringIO()
     print_summary(result, stream=out)
     text = out.getvalue()
@@ -109,7 +109,7 @@ def test_missing_playbook_names_the_fix(tmp_path: Path, local_inventory: Path) -
 
 
 def test_missing_collection_playbook_names_the_fix(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                    local_inventory: Path) -> None:
+                                                   local_inventory: Path) -> None:
     monkeypatch.setenv("SCCNLP_COLLECTION", str(tmp_path))
     with pytest.raises(SccError, match=r"^no playbooks under .*/playbooks: SCCNLP_COLLECTION=.* is not the "
                                        r"collection root; point SCCNLP_COLLECTION at the folder"):
@@ -149,7 +149,7 @@ def test_unparsable_inventory_is_one_clear_error(tmp_path: Path) -> None:
 
 
 def test_discovery_inventory_without_credentials_passes_on_the_plugins_fix(monkeypatch: pytest.MonkeyPatch,
-                                                                            tmp_path: Path) -> None:
+                                                                           tmp_path: Path) -> None:
     """A *.scc.yml discovery config the plugin refuses: its message (with the fix) is the one line, where an
     unparsed inventory used to be a silent, successful run on zero hosts."""
     for name in [k for k in os.environ if k.startswith(("ALIBABA_CLOUD_", "ALICLOUD_"))]:

@@ -49,7 +49,7 @@ ACCEPTED = [
                                            "cudnn": {"method": "pip", "version": "9.19.1"}}),
     ("arch from detected pci id", {"gpu_arch": "", "gpu_model": "", "detected": {"source": "nvidia-smi", "count": 8,
                                    "arch": "hopper", "model": "NVIDIA H200", "pci_device_id": "2335",
-                                   "driver": "580.95.05"}}),
+                                                                                 "driver": "580.95.05"}}),
 ]
 
 REFUSED = [

@@ -190,7 +190,7 @@ def test_endpoints() -> None:
     assert split_endpoint(None, "cn-hangzhou") == (None, "HTTPS")
     assert split_endpoint("http://127.0.0.1:8950/", "x") == ("127.0.0.1:8950", "HTTP")
     assert split_endpoint("ecs-vpc.{region}.aliyuncs.com", "cn-shanghai") == ("ecs-vpc.cn-shanghai.aliyuncs.com",
-                                                                            "HTTPS")
+                                                                              "HTTPS")
     with pytest.raises(EcsError, match="is not an http"):
         split_endpoint("ftp://x", "r")
 

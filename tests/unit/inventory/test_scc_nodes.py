@@ -104,7 +104,7 @@ def test_duplicate_names_take_the_next_preference() -> None:
     a = make_instance(1, name="same")
     b = make_instance(2, name="same")
     pairs = assign_names([a, b, a], ["instance_name", "instance_id"])
-    assert [name for name, _ in pairs] == ["same", b["InstanceId"]]  # the repeated `a` is listed once
+    assert [name for name, _unused in pairs] == ["same", b["InstanceId"]]  # the repeated `a` is listed once
 
 
 def test_unknown_hostname_source_is_refused() -> None:

@@ -50,7 +50,7 @@ def nodes() -> list[dict[str, Any]]:
 
 
 def test_hosts_vars_and_default_groups(plugin_factory, write_config) -> None:
-    _, inv = run(plugin_factory, write_config(CREDS), FakeApi({"cn-hangzhou": nodes()}))
+    _unused, inv = run(plugin_factory, write_config(CREDS), FakeApi({"cn-hangzhou": nodes()}))
     assert sorted(inv.groups["scc_cluster"].host_names) == ["iZa1Z", "iZa2Z"]
     assert [h.name for h in inv.groups["zone_cn_hangzhou_h"].get_hosts()] == ["iZa1Z"]
     assert [h.name for h in inv.groups["type_ecs_ebmgn8v_48xlarge"].get_hosts()] == ["iZa2Z"]
@@ -62,7 +62,7 @@ def test_hosts_vars_and_default_groups(plugin_factory, write_config) -> None:
 def test_jinja_in_a_tag_stays_text(plugin_factory, write_config) -> None:
     cfg = write_config(CREDS + "compose:\n  owner: scc_tags.owner\n"
                                "groups:\n  masters: scc_tags.role == 'master'\n")
-    _, inv = run(plugin_factory, cfg, FakeApi({"cn-hangzhou": nodes()}))
+    _unused, inv = run(plugin_factory, cfg, FakeApi({"cn-hangzhou": nodes()}))
     host = inv.get_host("iZa1Z")
     assert host.vars["owner"] == EVIL
     assert host.vars["scc_tags"]["owner"] == EVIL
@@ -78,7 +78,7 @@ def test_keyed_groups_and_cluster_group_name(plugin_factory, write_config) -> No
     cfg = write_config(CREDS + "cluster_group: bert_nodes\ndefault_groups: false\n"
                                "keyed_groups:\n  - key: scc_tags.role\n    prefix: role\n"
                                "  - key: gpu_arch\n    prefix: arch\n")
-    _, inv = run(plugin_factory, cfg, FakeApi({"cn-hangzhou": nodes()}))
+    _unused, inv = run(plugin_factory, cfg, FakeApi({"cn-hangzhou": nodes()}))
     assert "scc_cluster" not in inv.groups and sorted(inv.groups["bert_nodes"].host_names) == ["iZa1Z", "iZa2Z"]
     assert inv.groups["role_master"].host_names == {"iZa1Z"}
     assert inv.groups["role_worker"].host_names == {"iZa2Z"}
@@ -91,18 +91,18 @@ def test_hostnames_fallback(plugin_factory, write_config) -> None:
              make_instance(2, name="", hostname=""),
              make_instance(3, name="dup"), make_instance(4, name="dup")]
     cfg = write_config(CREDS + "hostnames: [instance_name, 'tag:node', private_ip]\n")
-    _, inv = run(plugin_factory, cfg, FakeApi({"cn-hangzhou": insts}))
+    _unused, inv = run(plugin_factory, cfg, FakeApi({"cn-hangzhou": insts}))
     assert sorted(inv.hosts) == ["10.0.0.2", "10.0.0.4", "dup", "gpu-a"]
 
 
 def test_instance_types_option_overrides_the_table(plugin_factory, write_config) -> None:
     cfg = write_config(CREDS + "instance_types:\n  ecs.sccgn6.24xlarge: {gpu_count: 4}\n")
-    _, inv = run(plugin_factory, cfg, FakeApi({"cn-hangzhou": nodes()}))
+    _unused, inv = run(plugin_factory, cfg, FakeApi({"cn-hangzhou": nodes()}))
     assert (inv.get_host("iZa1Z").vars["gpu_count"], inv.get_host("iZa1Z").vars["mpi_slots"]) == (4, 4)
 
 
 def test_empty_result_gives_an_empty_cluster(plugin_factory, write_config) -> None:
-    _, inv = run(plugin_factory, write_config(CREDS), FakeApi({}))
+    _unused, inv = run(plugin_factory, write_config(CREDS), FakeApi({}))
     assert "scc_cluster" in inv.groups and not inv.hosts
 
 
@@ -110,10 +110,10 @@ def test_cache_hit_makes_no_request(plugin_factory, write_config, tmp_path) -> N
     cfg = write_config(CREDS + f"cache: true\ncache_plugin: ansible.builtin.jsonfile\n"
                                f"cache_connection: {tmp_path / 'cache'}\n")
     api = FakeApi({"cn-hangzhou": nodes()})
-    plugin, _ = run(plugin_factory, cfg, api, cache=False)  # --flush-cache: fetch and store
+    plugin, _unused = run(plugin_factory, cfg, api, cache=False)  # --flush-cache: fetch and store
     plugin._cache.update_cache_if_changed()
     assert api.calls == 1
-    _, inv = run(plugin_factory, cfg, api, cache=True)
+    _unused, inv = run(plugin_factory, cfg, api, cache=True)
     assert api.calls == 1, "cache hit went to the API"
     assert sorted(inv.hosts) == ["iZa1Z", "iZa2Z"]
     assert inv.get_host("iZa1Z").vars["scc_tags"]["owner"] == EVIL

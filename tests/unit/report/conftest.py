@@ -35,7 +35,7 @@ BASE = {
     "cluster": {"checks": [{"name": "nccl_all_reduce_2_nodes", "status": "pass", "measured": 45.2, "floor": 40.0,
                             "unit": "GB/s", "detail": "16 ranks"}],
                 "curves": {"nccl_all_reduce_2_nodes": [{"size": 2**e, "algbw": e, "busbw": e * 1.9}
-                                                        for e in range(10, 30)]}},
+                                                       for e in range(10, 30)]}},
 }
 
 

@@ -16,12 +16,12 @@ def write(path, data):
 def fragments(results, tmp_path):
     run = dict(results["run"])
     first = write(tmp_path / "gpu1.json", {"run": {**run, "finished": "2026-12-02T10:20:00+00:00"},
-                                            "nodes": {"gpu1": results["nodes"]["gpu1"]}})
+                                           "nodes": {"gpu1": results["nodes"]["gpu1"]}})
     # a later finish written in another time zone: 11:21:30+01:00 == 10:21:30Z
     second = write(tmp_path / "gpu2.json", {"run": {**run, "started": "2026-12-02T11:05:00+01:00",
                                                     "finished": "2026-12-02T11:21:30+01:00"},
-                                             "nodes": {"gpu2": results["nodes"]["gpu2"]},
-                                             "cluster": results["cluster"]})
+                                            "nodes": {"gpu2": results["nodes"]["gpu2"]},
+                                            "cluster": results["cluster"]})
     return [first, second]
 
 
@@ -44,7 +44,7 @@ def test_duplicate_host_names_both_files(results, tmp_path):
 def test_fragments_from_different_runs(results, tmp_path):
     files = fragments(results, tmp_path)
     other = write(tmp_path / "gpu3.json", {"run": {**results["run"], "cluster": "other"},
-                                            "nodes": {"gpu3": results["nodes"]["gpu2"]}})
+                                           "nodes": {"gpu3": results["nodes"]["gpu2"]}})
     with pytest.raises(SccError, match=r"run\.cluster is 'other' but another fragment says 'scc-demo'"):
         merge([*files, other])
 

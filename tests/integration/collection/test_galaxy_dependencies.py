@@ -1,0 +1,223 @@
+"""The tarball as a user with ansible-core alone gets it: a fresh virtual environment with only the pinned
+ansible-core (requirements/ci.txt), `ansible-galaxy collection install` of the built tarball together with the
+collections galaxy.yml declares, then the modules of those collections run from the install folder through the roles.
+
+No Galaxy access here: the dependency tarballs are built from the collections inside the installed `ansible` package
+(`ansible-galaxy collection build` of each, its MANIFEST.json turned back into a galaxy.yml). Without them the
+install refuses (the dependencies are declared). Each check also runs against an install made with --no-deps and
+must fail there on the module name (ansible-core 2.19 resolves module names when a task runs, not when it loads), so
+it proves the dependency is what makes it pass. On this host, in check mode: cpfs_client's mount step
+(ansible.posix.mount); the package-locking task files load, and community.general.dnf_versionlock itself runs up to
+its own first check (no dnf on Debian; locking for real needs a RHEL-family node). About 40 s on a quiet machine,
+most of it the ansible-core install."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[3]
+BIN = Path(sys.executable).parent
+GALAXY = yaml.safe_load((ROOT / "galaxy.yml").read_text())
+FQCN = f"{GALAXY['namespace']}.{GALAXY['name']}"
+DEPENDENCIES: dict[str, str] = GALAXY.get("dependencies") or {}
+# The ansible package's collections, next to the ansible-core of this interpreter.
+SITE = Path(__import__("ansible_collections").__path__[0])
+TASK_KEY = re.compile(r"^\s*(?:- )?([a-z0-9_]+\.[a-z0-9_]+)\.([a-z0-9_]+):\s*(?:$|[^\s])", re.M)
+
+
+def _pin(name: str) -> str:
+    for line in (ROOT / "requirements" / "ci.txt").read_text().splitlines():
+        if line.lower().startswith(f"{name}=="):
+            return line.strip()
+    raise AssertionError(f"requirements/ci.txt pins no {name}")
+
+
+def _env(collections_path: Path, venv: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "PYTHON", "VIRTUAL_ENV"))}
+    env.update(PATH=os.pathsep.join((str(venv / "bin"), "/usr/bin", "/bin")), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=str(collections_path), ANSIBLE_CONFIG=str(collections_path / "ansible.cfg"))
+    return env
+
+
+def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False, timeout=300)
+
+
+def _explain(proc: subprocess.CompletedProcess[str]) -> str:
+    return f"`{' '.join(map(str, proc.args))}` exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+
+
+def _uses() -> dict[str, set[tuple[str, str]]]:
+    """Collection -> {(role, tasks file relative to tasks/)} of every role task file that calls one of its modules."""
+    uses: dict[str, set[tuple[str, str]]] = {}
+    for path in sorted((ROOT / "roles").glob("*/tasks/**/*.yml")):
+        for match in TASK_KEY.finditer(path.read_text()):
+            if match.group(1) not in ("ansible.builtin", FQCN):
+                role = path.relative_to(ROOT / "roles").parts[0]
+                tasks_from = path.relative_to(ROOT / "roles" / role / "tasks").as_posix()
+                uses.setdefault(match.group(1), set()).add((role, tasks_from))
+    return uses
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("core-only")
+
+
+@pytest.fixture(scope="module")
+def core_venv(work: Path) -> Path:
+    """A virtual environment with the pinned ansible-core and its own requirements, nothing else."""
+    venv = work / "venv"
+    proc = _run([sys.executable, "-m", "venv", str(venv)], cwd=work)
+    assert proc.returncode == 0, _explain(proc)
+    proc = _run([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", _pin("ansible-core"),
+                 "-c", str(ROOT / "requirements" / "ci.txt")], cwd=work)
+    assert proc.returncode == 0, _explain(proc)
+    proc = _run([str(venv / "bin" / "python"), "-c", "import importlib.util as u; "
+                 "print(u.find_spec('ansible_collections') is not None, u.find_spec('ansible_runner') is not None)"],
+                cwd=work)
+    assert proc.stdout.split() == ["False", "False"], f"the venv has more than ansible-core: {proc.stdout}"
+    return venv
+
+
+@pytest.fixture(scope="module")
+def tarballs(work: Path) -> dict[str, Path]:
+    """This collection built from the checkout, and each declared dependency made from the ansible package."""
+    out = work / "dist"
+    out.mkdir()
+    proc = _run([str(BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(out), str(ROOT)], cwd=work)
+    assert proc.returncode == 0, _explain(proc)
+    made = {FQCN: out / f"{GALAXY['namespace']}-{GALAXY['name']}-{GALAXY['version']}.tar.gz"}
+    for name in DEPENDENCIES:
+        made[name] = _build_installed(SITE.joinpath(*name.split(".")), work / "src" / name, out)
+    return made
+
+
+def _build_installed(src: Path, copy: Path, out: Path) -> Path:
+    """`ansible-galaxy collection build` of an installed collection: its MANIFEST.json's collection_info becomes the
+    galaxy.yml (the ansible package strips files its FILES.json lists, so the installed folder is no artifact)."""
+    info = json.loads((src / "MANIFEST.json").read_text())["collection_info"]
+    shutil.copytree(src, copy, ignore=shutil.ignore_patterns("__pycache__", "MANIFEST.json", "FILES.json"))
+    galaxy = {k: v for k, v in info.items() if v not in (None, [], {}, "") and k != "license_file"}
+    if info.get("license_file") and not info.get("license"):
+        galaxy["license_file"] = info["license_file"]
+    (copy / "galaxy.yml").write_text(yaml.safe_dump(galaxy))
+    proc = _run([str(BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(out), str(copy)], cwd=copy)
+    assert proc.returncode == 0, _explain(proc)
+    return out / f"{info['namespace']}-{info['name']}-{info['version']}.tar.gz"
+
+
+def _install(work: Path, venv: Path, dest: Path, paths: list[Path]) -> subprocess.CompletedProcess[str]:
+    dest.mkdir(exist_ok=True)
+    (dest / "ansible.cfg").write_text("[defaults]\n")
+    return _run([str(venv / "bin" / "ansible-galaxy"), "collection", "install", "--offline", "-p", str(dest),
+                 *map(str, paths)], cwd=work, env=_env(dest, venv))
+
+
+@pytest.fixture(scope="module")
+def installed(work: Path, core_venv: Path, tarballs: dict[str, Path]) -> Path:
+    dest = work / "with-deps"  # not "collections": Ansible also searches collections/ beside a playbook
+    proc = _install(work, core_venv, dest, list(tarballs.values()))
+    assert proc.returncode == 0, _explain(proc)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def installed_alone(work: Path, core_venv: Path, tarballs: dict[str, Path]) -> Path:
+    """The collection without its dependencies (--no-deps): the play must fail there, or it proves nothing."""
+    dest = work / "no-deps"
+    dest.mkdir()
+    (dest / "ansible.cfg").write_text("[defaults]\n")
+    proc = _run([str(core_venv / "bin" / "ansible-galaxy"), "collection", "install", "--offline", "--no-deps", "-p",
+                 str(dest), str(tarballs[FQCN])], cwd=work, env=_env(dest, core_venv))
+    assert proc.returncode == 0, _explain(proc)
+    return dest
+
+
+def test_content_uses_exactly_the_declared_dependencies() -> None:
+    uses = _uses()
+    assert set(uses) == set(DEPENDENCIES), (f"collections the roles call: {sorted(uses)}; "
+                                            f"galaxy.yml declares: {sorted(DEPENDENCIES)}")
+
+
+def test_install_without_the_dependencies_is_refused(work: Path, core_venv: Path, tarballs: dict[str, Path]) -> None:
+    proc = _install(work, core_venv, work / "alone", [tarballs[FQCN]])
+    assert proc.returncode != 0, "the tarball installed without its dependencies: galaxy.yml declares none?"
+    out = proc.stdout + proc.stderr
+    assert "Could not satisfy the following requirements" in out, _explain(proc)
+    assert any(f"{name}:{DEPENDENCIES[name]} (dependency of {FQCN}" in out for name in DEPENDENCIES), _explain(proc)
+
+
+def test_install_brings_the_collection_and_its_dependencies(installed: Path, core_venv: Path) -> None:
+    proc = _run([str(core_venv / "bin" / "ansible-galaxy"), "collection", "list", "--format", "json"],
+                cwd=installed, env=_env(installed, core_venv))
+    assert proc.returncode == 0, _explain(proc)
+    listed = set(json.loads(proc.stdout).get(str(installed / "ansible_collections"), {}))
+    assert listed == {FQCN, *DEPENDENCIES}, f"installed: {sorted(listed)}"
+
+
+def _playbook(venv: Path, *args: str) -> list[str]:
+    return [str(venv / "bin" / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+            "-e", f"ansible_python_interpreter={venv / 'bin' / 'python'}", *args]
+
+
+def test_cpfs_client_mounts_with_ansible_posix_from_the_install(work: Path, installed: Path, installed_alone: Path,
+                                                                 core_venv: Path) -> None:
+    """cpfs_client's mount step (ansible.posix.mount) runs from the installed collections: in check mode on this
+    host, from that task on (the trial mount before it would reach for a file server), so nothing is mounted and
+    /etc/fstab stays as it is. Without ansible.posix the same play fails on the module name."""
+    mnt = work / "mnt"
+    play = [{"name": "Shared storage from the installed collection", "hosts": "localhost", "gather_facts": False,
+             "vars": {"cpfs_client_backend": "nfs", "cpfs_client_nfs_export": "192.0.2.1:/scc-galaxy-test",
+                      "cpfs_client_mountpoint": str(mnt)},
+             "tasks": [{"name": "Mount", "ansible.builtin.import_role": {
+                 "name": f"{FQCN}.cpfs_client", "tasks_from": "configure.yml"}}]}]
+    book = work / "cpfs_client.yml"
+    book.write_text(yaml.safe_dump(play, sort_keys=False))
+    fstab = Path("/etc/fstab").read_bytes() if Path("/etc/fstab").exists() else None
+    cmd = _playbook(core_venv, "--check", "--start-at-task", "Mount the shared storage and record it in /etc/fstab",
+                    str(book))
+    alone = _run(cmd, cwd=work, env=_env(installed_alone, core_venv))
+    assert alone.returncode != 0 and "ansible.posix.mount" in alone.stdout + alone.stderr, _explain(alone)
+    proc = _run(cmd, cwd=work, env=_env(installed, core_venv))
+    assert proc.returncode == 0, _explain(proc)
+    assert re.search(r"TASK \[scc\.nlp_training\.cpfs_client : Mount the shared storage[^\n]*\n(changed|ok): "
+                     r"\[localhost\]", proc.stdout), _explain(proc)
+    assert re.search(r"localhost +: ok=\d+ +changed=\d+ +unreachable=0 +failed=0", proc.stdout), _explain(proc)
+    assert (Path("/etc/fstab").read_bytes() if Path("/etc/fstab").exists() else None) == fstab
+    assert not mnt.exists(), "check mode created the mount point"
+
+
+def test_dnf_versionlock_runs_from_the_installed_community_general(work: Path, installed: Path,
+                                                                   installed_alone: Path, core_venv: Path) -> None:
+    """The roles that lock NVIDIA packages on the RHEL family (community.general.dnf_versionlock) load from the
+    install, and the module itself runs from it: on this Debian host it stops at its own first check (no dnf),
+    where without community.general the name does not resolve. Locking for real needs a RHEL-family node."""
+    files = sorted(_uses()["community.general"])
+    play = [{"name": "Roles locking packages", "hosts": "localhost", "gather_facts": False,
+             "tasks": [{"name": f"Load {role} {tasks_from}", "ansible.builtin.import_role": {
+                 "name": f"{FQCN}.{role}", "tasks_from": tasks_from}} for role, tasks_from in files]}]
+    book = work / "versionlock.yml"
+    book.write_text(yaml.safe_dump(play, sort_keys=False))
+    proc = _run(_playbook(core_venv, "--list-tasks", str(book)), cwd=work, env=_env(installed, core_venv))
+    assert proc.returncode == 0, _explain(proc)
+    locking = [line for line in proc.stdout.splitlines() if re.search(r"Lock the .* package versions", line)]
+    assert len(locking) >= 1, _explain(proc)
+    module = [str(core_venv / "bin" / "ansible"), "localhost", "-i", "localhost,", "-c", "local", "--check",
+              "-e", f"ansible_python_interpreter={core_venv / 'bin' / 'python'}",
+              "-m", "community.general.dnf_versionlock", "-a", "name=cuda-toolkit-12-9 state=present"]
+    alone = _run(module, cwd=work, env=_env(installed_alone, core_venv))
+    assert alone.returncode != 0 and "Cannot resolve 'community.general.dnf_versionlock'" in (
+        alone.stdout + alone.stderr), _explain(alone)
+    ran = _run(module, cwd=work, env=_env(installed, core_venv))
+    assert 'Failed to find required executable "dnf"' in ran.stdout, _explain(ran)
+    assert "Cannot resolve" not in ran.stdout + ran.stderr, _explain(ran)

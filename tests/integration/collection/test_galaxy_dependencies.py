@@ -171,7 +171,7 @@ def _playbook(venv: Path, *args: str) -> list[str]:
 
 
 def test_cpfs_client_mounts_with_ansible_posix_from_the_install(work: Path, installed: Path, installed_alone: Path,
-                                                                 core_venv: Path) -> None:
+                                                                core_venv: Path) -> None:
     """cpfs_client's mount step (ansible.posix.mount) runs from the installed collections: in check mode on this
     host, from that task on (the trial mount before it would reach for a file server), so nothing is mounted and
     /etc/fstab stays as it is. Without ansible.posix the same play fails on the module name."""

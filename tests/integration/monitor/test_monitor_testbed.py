@@ -47,7 +47,7 @@ def node_counters(testbed_inventory: str) -> Iterator[list[str]]:
 
 
 def test_monitor_reads_every_node_through_the_inventory_ssh_settings(testbed_inventory: str,
-                                                                    node_counters: list[str]) -> None:
+                                                                     node_counters: list[str]) -> None:
     assert not Path(SCRATCH).exists(), "the counters must exist on the nodes only, not on the controller"
     cmd = [sys.executable, "-m", "sccnlp.cli", "monitor", "rdma", "--inventory", testbed_inventory,
            "--sysfs-root", SCRATCH, "--interval", "0.5", "--count", "2", "--json"]

@@ -24,7 +24,7 @@ def test_a_run_after_the_bert_step_installed_sccnlp_changes_nothing(role_play: A
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     settings = {"python36_interpreter": sys.executable, "python36_requirements": [],
-                "python36_version": "%d.%d" % sys.version_info[:2],
+                "python36_version": f"{sys.version_info[0]}.{sys.version_info[1]}",
                 "python36_pip_conf_path": str(tmp_path / "etc" / "pip.conf")}
     first = role_play.run("python36", settings, tasks_from="main", check=False)
     assert first.rc == 0, first.output[-3000:]

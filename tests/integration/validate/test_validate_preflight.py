@@ -43,7 +43,8 @@ def _preflight(tmp_path: Path, extravars: dict) -> tuple[int, str]:
 def test_a_floor_that_is_not_a_number_is_refused(tmp_path: Path, override: dict, named: str) -> None:
     rc, out = _preflight(tmp_path, {"validate_floors_override": override})
     assert rc == 2, out[-2000:]
-    assert f"node-1: floors that are not numbers (sccnlp/data/floors.yml merged with validate_floors_override): {named}." in out
+    assert ("node-1: floors that are not numbers (sccnlp/data/floors.yml merged with validate_floors_override): "
+            f"{named}.") in out
     assert "Fix: give each a number in validate_floors_override" in out
 
 

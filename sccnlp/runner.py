@@ -363,6 +363,10 @@ def _summarise(result: Any) -> dict[str, HostSummary]:
     return hosts
 
 
+UNREACHABLE_FIX = ("Fix: start {host} or make it answer as the inventory says (ansible_host, user, SSH key), then run "
+                   "the same command again: the other nodes finished, and it completes what {host} missed.")
+
+
 def print_summary(result: RunResult, stream: TextIO | None = None) -> None:
     stream = stream or sys.stdout
     print("\nPer-host summary:", file=stream)
@@ -373,3 +377,5 @@ def print_summary(result: RunResult, stream: TextIO | None = None) -> None:
               f"unreachable={h.unreachable}", file=stream)
         for msg in h.messages[:3]:
             print(f"      {msg}", file=stream)
+        if h.unreachable and not h.healthy:
+            print(f"      {UNREACHABLE_FIX.format(host=host)}", file=stream)

@@ -94,6 +94,9 @@ def test_print_summary_has_one_line_per_host(tiny: tuple[RunResult, str]) -> Non
     lines = [line.split() for line in text.splitlines() if line.startswith("  ") and not line.startswith("      ")]
     assert [(w[0], w[1]) for w in lines] == [("bad", "FAILED"), ("gone", "UNREACHABLE"), ("good", "ok")]
     assert "      Refuse on the bad node: bad: tiny_setting is wrong: set tiny_setting to 1" in text
+    # The unreachable node is named with the fix; the failed one gets its own message, not this fix.
+    assert text.count("      Fix: start ") == 1
+    assert "      Fix: start gone or make it answer as the inventory says" in text
 
 
 def test_missing_inventory_names_the_fix(tmp_path: Path) -> None:

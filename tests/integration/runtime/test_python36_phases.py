@@ -4,20 +4,42 @@ package list is the runtime's, not the later phases' (python36_freeze_exclude)."
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def _changed(output: str) -> int:
     recap = re.search(r"^node-1\s+:.*\bchanged=(\d+)", output, re.M)
     assert recap, output[-3000:]
     return int(recap.group(1))
+
+
+def _sccnlp_wheel(target: Path) -> Path:
+    """A wheel named sccnlp (one module), built with the standard library: what pip records for it is the same
+    `sccnlp==<version>` line as for the BERT step's wheel."""
+    target.mkdir(parents=True)
+    wheel = target / "sccnlp-0.0.1-py3-none-any.whl"
+    files = {"sccnlp/__init__.py": "__version__ = '0.0.1'\n",
+             "sccnlp-0.0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: sccnlp\nVersion: 0.0.1\n",
+             "sccnlp-0.0.1.dist-info/WHEEL":
+                 "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = [f"{name},sha256={_digest(text)},{len(text.encode())}" for name, text in files.items()]
+    files["sccnlp-0.0.1.dist-info/RECORD"] = "\n".join([*record, "sccnlp-0.0.1.dist-info/RECORD,,"]) + "\n"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return wheel
+
+
+def _digest(text: str) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
 
 
 def test_a_run_after_the_bert_step_installed_sccnlp_changes_nothing(role_play: Any, tmp_path: Path) -> None:
@@ -30,12 +52,10 @@ def test_a_run_after_the_bert_step_installed_sccnlp_changes_nothing(role_play: A
     assert first.rc == 0, first.output[-3000:]
     fact_file = tmp_path / "facts.d" / "scc_python36.fact"
     recorded = fact_file.read_text()
-    # What roles/bert/tasks/install.yml does: build the wheel from this tree and pip-install it without dependencies.
-    wheel_dir = tmp_path / "wheel"
-    built = subprocess.run([sys.executable, str(ROOT / "roles/bert/files/sccnlp_wheel.py"), str(ROOT), str(wheel_dir)],
-                           check=True, capture_output=True, text=True).stdout.strip()
+    # What roles/bert/tasks/install.yml does: pip-install an sccnlp wheel from a file, without dependencies.
+    built = _sccnlp_wheel(tmp_path / "wheel")
     subprocess.run([str(venv / "bin/python"), "-m", "pip", "install", "--no-deps", "--no-index",
-                    "--disable-pip-version-check", built], check=True, capture_output=True)
+                    "--disable-pip-version-check", str(built)], check=True, capture_output=True)
     freeze = subprocess.run([str(venv / "bin/python"), "-m", "pip", "freeze"], check=True, capture_output=True,
                             text=True).stdout
     assert re.search(r"^sccnlp( @ |==)", freeze, re.M), freeze  # the venv really holds the wheel now

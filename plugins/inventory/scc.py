@@ -233,7 +233,37 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     NAME = "scc.nlp_training.scc"
 
     def verify_file(self, path: str) -> bool:
-        return super().verify_file(path) and path.endswith((".scc.yml", ".scc.yaml"))
+        """Configs named *.scc.yml / *.scc.yaml; also any other YAML file that names this plugin, so that parse can
+        say the name is wrong instead of Ansible's silent "unable to parse"."""
+        if not super().verify_file(path):
+            return False
+        return path.endswith((".scc.yml", ".scc.yaml")) or self._names_this_plugin(path)
+
+    def _names_this_plugin(self, path: str) -> bool:
+        if not path.endswith((".yml", ".yaml")):
+            return False
+        try:
+            with open(path, encoding="utf-8") as handle:
+                head = handle.read(4096)
+        except OSError:
+            return False
+        return any(line.split(":", 1)[1].strip().strip("'\"") in (self.NAME, "scc")
+                   for line in head.splitlines() if line.startswith("plugin:"))
+
+    def _check_config(self, path: str) -> None:
+        """Refuse a misnamed file and unknown options before anything is asked of the API."""
+        if not path.endswith((".scc.yml", ".scc.yaml")):
+            raise AnsibleError(f"{path}: the scc inventory config's file name must end in .scc.yml or .scc.yaml "
+                               f"(Ansible picks the plugin by it): rename it, e.g. to "
+                               f"{os.path.splitext(os.path.basename(path))[0]}.scc.yml")
+        config = self.loader.load_from_file(path, cache="all") or {}
+        if not isinstance(config, Mapping):
+            raise AnsibleError(f"{path}: the scc inventory config must be a mapping of options, e.g. regions: [...]")
+        unknown = sorted(str(k) for k in set(config) - set(self._options))
+        if unknown:
+            raise AnsibleError(f"{path}: unknown option(s) {', '.join(unknown)} for the scc inventory: fix the "
+                               f"spelling or remove them (options: {', '.join(sorted(self._options))}; "
+                               f"`ansible-doc -t inventory {self.NAME}` describes each)")
 
     # -- options -------------------------------------------------------------------------------------------------
 
@@ -354,7 +384,10 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     def parse(self, inventory: Any, loader: Any, path: str, cache: bool = True) -> None:
         super().parse(inventory, loader, path, cache)
+        if not path.endswith((".scc.yml", ".scc.yaml")):
+            self._check_config(path)
         self._read_config_data(path)
+        self._check_config(path)
         try:
             self._populate(self._payload(path, cache))
         except NodeError as exc:

@@ -189,3 +189,30 @@ def test_ansible_inventory_error_is_one_line(api, write_config, collections_path
     assert res.returncode != 0
     assert "the secret does not match access key ...0001 (from options) (SignatureDoesNotMatch" in res.stderr
     assert "Traceback" not in res.stderr and "wrong" not in res.stderr.replace("wrong-", "")
+
+
+def test_unknown_option_is_refused_before_the_api(api, plugin_factory, write_config) -> None:
+    text = error_of(plugin_factory, write_config(config(api, "colour: blue\n")))
+    assert "unknown option(s) colour for the scc inventory: fix the spelling or remove them" in text, text
+    assert "regions" in text and "ansible-doc -t inventory scc.nlp_training.scc" in text
+    assert api.state.request_count == 0
+
+
+def test_ansible_inventory_names_the_unknown_option(api, write_config, collections_path) -> None:
+    res = ansible_inventory(write_config(config(api, "colour: blue\n")), "--list", collections_path=collections_path)
+    assert res.returncode != 0
+    assert "unknown option(s) colour for the scc inventory" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr and SECRET not in res.stderr
+    assert api.state.request_count == 0
+
+
+@pytest.mark.parametrize("name", ["discovery.yml", "discovery.scc.yml.bak.yaml", "scc.yaml"])
+def test_ansible_inventory_says_the_file_name_must_end_in_scc_yml(api, write_config, collections_path,
+                                                                  name) -> None:
+    """A config of this plugin under another name: Ansible alone says only "unable to parse"; the plugin names the
+    rule and the new name."""
+    res = ansible_inventory(write_config(config(api), name=name), "--list", collections_path=collections_path)
+    assert res.returncode != 0
+    assert "file name must end in .scc.yml or .scc.yaml" in res.stderr, res.stderr
+    assert f"rename it, e.g. to {name.rsplit('.', 1)[0]}.scc.yml" in res.stderr, res.stderr
+    assert api.state.request_count == 0

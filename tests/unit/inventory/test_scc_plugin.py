@@ -139,6 +139,9 @@ def test_no_region(plugin_factory, write_config, monkeypatch) -> None:
 
 def test_file_names(plugin_factory, tmp_path) -> None:
     plugin = plugin_factory()
-    for name, ok in (("a.scc.yml", True), ("a.scc.yaml", True), ("a.yml", False), ("scc.yml.bak", False)):
+    # a.yml naming this plugin is taken, so that parse can say the name must end in .scc.yml (integration test)
+    for name, ok in (("a.scc.yml", True), ("a.scc.yaml", True), ("a.yml", True), ("scc.yml.bak", False)):
         (tmp_path / name).write_text("plugin: scc.nlp_training.scc\n")
-        assert plugin.verify_file(str(tmp_path / name)) is ok
+        assert plugin.verify_file(str(tmp_path / name)) is ok, name
+    (tmp_path / "other.yml").write_text("plugin: amazon.aws.aws_ec2\n")
+    assert plugin.verify_file(str(tmp_path / "other.yml")) is False

@@ -1,11 +1,10 @@
 """Python access to the GPU stack compatibility matrix (sccnlp/data/compat_matrix.yml) for the CLI and tests.
 
 The rules live in plugins/module_utils/scc_compat.py (pure Python, shared with the Ansible filters and the
-gpu_facts module); this module loads the YAML and the rules file and checks whole plans."""
+gpu_facts module), imported by its collection name; this module loads the YAML and checks whole plans."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 import yaml
 
 from sccnlp.errors import SccError
-from sccnlp.paths import collection_root, data_dir
+from sccnlp.paths import collection_module, data_dir
 
 
 def matrix_path() -> Path:
@@ -40,14 +39,8 @@ def load_matrix(path: Path | None = None) -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def rules() -> ModuleType:
-    """plugins/module_utils/scc_compat.py, loaded by path (it imports nothing from Ansible)."""
-    path = collection_root() / "plugins" / "module_utils" / "scc_compat.py"
-    spec = importlib.util.spec_from_file_location("scc_compat_rules", path)
-    if spec is None or spec.loader is None:
-        raise SccError(f"cannot load {path}; the collection checkout is incomplete")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """plugins/module_utils/scc_compat.py (it imports nothing from Ansible)."""
+    return collection_module("plugins.module_utils.scc_compat")
 
 
 def check_plan(plan: Mapping[str, Any], matrix: Mapping[str, Any] | None = None) -> dict[str, Any]:

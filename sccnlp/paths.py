@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 from pathlib import Path
+from types import ModuleType
 
 
 def collection_root() -> Path:
@@ -18,9 +21,27 @@ def collection_root() -> Path:
     return root
 
 
+def collection_module(name: str) -> ModuleType:
+    """A pure-Python module of the collection (plugins/module_utils, plugins/plugin_utils) by its import name,
+    `ansible_collections.scc.nlp_training.<name>`, the same module Ansible loads; the collections path the runner
+    links for ansible-runner is made importable first."""
+    from sccnlp.errors import SccError
+    from sccnlp.runner import _collections_path
+
+    for entry in _collections_path().split(os.pathsep):
+        if entry and entry not in sys.path:
+            sys.path.append(entry)
+    try:
+        return importlib.import_module(f"ansible_collections.scc.nlp_training.{name}")
+    except ImportError as exc:
+        raise SccError(f"cannot import {name} of the scc.nlp_training collection ({exc}); run from a checkout or "
+                       "an installed collection, or set SCCNLP_COLLECTION") from exc
+
+
 def data_dir() -> Path:
-    """Data files shared by Ansible and Python (compatibility matrix, floors, instance types)."""
-    return Path(__file__).resolve().parent / "data"
+    """Data files shared by Ansible and Python (compatibility matrix, floors, instance types), through the
+    collection's one data resolver (plugins/plugin_utils/data.py)."""
+    return Path(collection_module("plugins.plugin_utils.data").data_folder())
 
 
 def playbook(name: str) -> Path:

@@ -168,7 +168,6 @@ compose:
 
 import hashlib
 import json
-import os
 from collections.abc import Mapping, Set
 from typing import Any
 
@@ -178,6 +177,7 @@ from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructa
 from ansible.utils.display import Display
 from ansible.utils.unsafe_proxy import AnsibleUnsafe, AnsibleUnsafeText
 
+from ansible_collections.scc.nlp_training.plugins.plugin_utils.data import DataFileError, data_path
 from ansible_collections.scc.nlp_training.plugins.module_utils.scc_ecs import (
     EcsError,
     EcsInstances,
@@ -224,9 +224,11 @@ def make_unsafe(value: Any) -> Any:
 
 
 def table_path() -> str:
-    """sccnlp/data/instance_types.yml of this collection (this file is <root>/plugins/inventory/scc.py)."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return os.path.join(root, "sccnlp", "data", "instance_types.yml")
+    """sccnlp/data/instance_types.yml of this collection (the collection's one data resolver)."""
+    try:
+        return data_path("instance_types.yml")
+    except DataFileError as exc:
+        raise AnsibleError(str(exc)) from None
 
 
 class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):

@@ -192,6 +192,7 @@ def check_plan(matrix, plan):
 
     _check_versions(matrix, plan, node, arch, problems, label=label, driver_version=driver_version, branch=branch)
     _check_methods(matrix, plan, node, problems, gpu=True)
+    _check_distribution_packages(matrix, plan, node, problems)
     return {"problems": problems, "notes": notes, "arch": arch, "skip": False}
 
 
@@ -275,6 +276,36 @@ def _check_methods(matrix, plan, node, problems, gpu):
                 component == "gpu_driver" and spec.get("branch")):
             problems.append("%s: %s method %s installs, so it needs a pinned version; set %s_version"
                             % (node, component, method, component))
+
+
+def _either_matches(a, b):
+    return version_matches(a, b) or version_matches(b, a)
+
+
+def _check_distribution_packages(matrix, plan, node, problems):
+    """A component installed from the distribution's archive must ask for the version that archive carries."""
+    versions = (matrix.get("distribution_packages") or {}).get(plan.get("distribution") or "") or {}
+    dist_version = str(plan.get("distribution_version") or "")
+    carried = versions.get(dist_version) or versions.get(major(dist_version)) or {}
+    for component in ("gpu_driver", "cuda"):
+        spec = plan.get(component) or {}
+        have = carried.get(component)
+        if spec.get("method") != "package" or spec.get("source") != "distribution" or not have:
+            continue
+        want = str(spec.get("version") or "")
+        if component == "gpu_driver":
+            branch = str(spec.get("branch") or "")
+            if branch != have["branch"] or (want and not _either_matches(want, have["version"])):
+                problems.append("%s: gpu_driver from the %s %s archive (%s) is %s, the plan asks for branch %s%s; set "
+                                "gpu_driver_branch %s and gpu_driver_version %s, or gpu_driver_package_source nvidia"
+                                % (node, plan.get("distribution"), dist_version, carried.get("components", "main"),
+                                   have["version"], branch, (" version " + want) if want else "", have["branch"],
+                                   have["version"]))
+        elif want and not _either_matches(want, have["version"]):
+            problems.append("%s: cuda from the %s %s archive (%s) is %s, the plan asks for %s; set cuda_version %s, "
+                            "or cuda_package_source nvidia" % (node, plan.get("distribution"), dist_version,
+                                                               carried.get("components", "main"), have["version"],
+                                                               want, have["version"]))
 
 
 def check_kernels(kernels):

@@ -32,8 +32,15 @@ V100_12 = {"gpu_arch": "volta", "gpu_model": "Tesla V100-SXM2-16GB",
            "gpu_driver": {"branch": "535", "flavour": "proprietary"}, "cuda": {"version": "12.2"},
            "nccl": {"version": "2.21.5"}, "cudnn": {"version": "8.9.7"}}
 
+# V100 on Debian 12's own NVIDIA packages (non-free): driver 535.261.03 and CUDA 11.8 (the gpu_stack scenario).
+V100_DEBIAN = {**V100_12, "distribution": "Debian", "distribution_version": "12",
+               "gpu_driver": {"method": "package", "source": "distribution", "branch": "535", "version": "535.261.03",
+                              "flavour": "proprietary"},
+               "cuda": {"method": "package", "source": "distribution", "version": "11.8"}}
+
 ACCEPTED = [
     ("h200 cuda 13 adopt", {}),
+    ("v100 debian 12 non-free driver 535 cuda 11.8", V100_DEBIAN),
     ("v100 cuda 12.2 proprietary 535", V100_12),
     ("v100 on R580 with cuda 12.8", {**V100_12, "gpu_driver": {"branch": "580", "flavour": "proprietary"},
                                      "cuda": {"version": "12.8"}, "cudnn": {"version": "9.10.2"}}),
@@ -53,6 +60,17 @@ ACCEPTED = [
 ]
 
 REFUSED = [
+    ("v100 debian 12 non-free cuda 13", {**V100_DEBIAN, "cuda": {**V100_DEBIAN["cuda"], "version": "13.0"},
+                                         "nccl": {"version": "2.28"},
+                                         "cudnn": {"version": "9.19"}},
+     "node-1: cuda 13.0 does not support gpu_arch volta (V100): CUDA 13 dropped sm_70"),
+    ("debian 12 non-free asked for cuda 12.4", {**V100_DEBIAN, "cuda": {**V100_DEBIAN["cuda"], "version": "12.4"}},
+     "node-1: cuda from the Debian 12 archive (contrib non-free) is 11.8, the plan asks for 12.4; set cuda_version 11.8"),
+    ("debian 12 non-free asked for driver 580", {**V100_DEBIAN, "cuda": {**V100_DEBIAN["cuda"], "version": "11.8"},
+                                                 "gpu_driver": {**V100_DEBIAN["gpu_driver"], "branch": "580",
+                                                                "version": "580.95.05"}},
+     "node-1: gpu_driver from the Debian 12 archive (contrib non-free) is 535.261.03, the plan asks for branch 580 version "
+     "580.95.05; set gpu_driver_branch 535 and gpu_driver_version 535.261.03"),
     ("v100 cuda 13", {**V100_12, "node": "node-2", "cuda": {"version": "13.0"}, "gpu_driver": {"branch": "580"},
                       "nccl": {"version": "2.28"}, "cudnn": {"version": "9.19"}},
      "node-2: cuda 13.0 does not support gpu_arch volta (V100): CUDA 13 dropped sm_70; use cuda_version 12.x"),

@@ -217,3 +217,24 @@ def test_installed_compat_filter_has_its_own_documentation(work: Path, installed
     assert page["doc"]["filename"].endswith(f"plugins/filter/{name}.yml")
     assert page["doc"]["short_description"] and page["examples"] and page["return"]["_value"]["description"]
     assert f"{FQCN}.{name}" in page["examples"], f"the examples of {name} do not use it"
+
+
+def test_installed_data_lookup_reads_the_installed_data(work: Path, installed: Path) -> None:
+    """The one data resolver (lookup scc.nlp_training.data) finds sccnlp/data in an installed collection, not in
+    this checkout, and sccnlp's own resolver (the same plugin_utils function) agrees."""
+    root = installed / "ansible_collections" / GALAXY["namespace"] / GALAXY["name"]
+    book = work / "data_lookup.yml"
+    book.write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n"
+                    "    - ansible.builtin.debug:\n"
+                    f"        msg: \"DATA {{{{ lookup('{FQCN}.data', 'floors.yml', path=true) }}}} "
+                    f"{{{{ lookup('{FQCN}.data', 'compat_matrix.yml').schema }}}}\"\n")
+    proc = _run([str(BIN / "ansible-playbook"), str(book), "-i", "localhost,"], cwd=work,
+                env=_env(installed, work / "ansible.cfg"))
+    assert proc.returncode == 0, _explain(proc)
+    assert f"DATA {root}/sccnlp/data/floors.yml 1" in proc.stdout, _explain(proc)
+    env = _env("", None)
+    env.pop("ANSIBLE_COLLECTIONS_PATH")
+    env["PYTHONPATH"] = str(root)
+    proc = _run([sys.executable, "-c", "from sccnlp.paths import data_dir; print(data_dir())"], cwd=work, env=env)
+    assert proc.returncode == 0, _explain(proc)
+    assert proc.stdout.strip() == f"{root}/sccnlp/data", _explain(proc)

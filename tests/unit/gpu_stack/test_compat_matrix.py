@@ -65,12 +65,13 @@ REFUSED = [
                                          "cudnn": {"version": "9.19"}},
      "node-1: cuda 13.0 does not support gpu_arch volta (V100): CUDA 13 dropped sm_70"),
     ("debian 12 non-free asked for cuda 12.4", {**V100_DEBIAN, "cuda": {**V100_DEBIAN["cuda"], "version": "12.4"}},
-     "node-1: cuda from the Debian 12 archive (contrib non-free) is 11.8, the plan asks for 12.4; set cuda_version 11.8"),
+     "node-1: cuda from the Debian 12 archive (contrib non-free) is 11.8, the plan asks for 12.4; "
+     "set cuda_version 11.8"),
     ("debian 12 non-free asked for driver 580", {**V100_DEBIAN, "cuda": {**V100_DEBIAN["cuda"], "version": "11.8"},
                                                  "gpu_driver": {**V100_DEBIAN["gpu_driver"], "branch": "580",
                                                                 "version": "580.95.05"}},
-     "node-1: gpu_driver from the Debian 12 archive (contrib non-free) is 535.261.03, the plan asks for branch 580 version "
-     "580.95.05; set gpu_driver_branch 535 and gpu_driver_version 535.261.03"),
+     "node-1: gpu_driver from the Debian 12 archive (contrib non-free) is 535.261.03, the plan asks for branch 580 "
+     "version 580.95.05; set gpu_driver_branch 535 and gpu_driver_version 535.261.03"),
     ("v100 cuda 13", {**V100_12, "node": "node-2", "cuda": {"version": "13.0"}, "gpu_driver": {"branch": "580"},
                       "nccl": {"version": "2.28"}, "cudnn": {"version": "9.19"}},
      "node-2: cuda 13.0 does not support gpu_arch volta (V100): CUDA 13 dropped sm_70; use cuda_version 12.x"),

@@ -6,7 +6,7 @@ DOCUMENTATION = r"""
 name: data
 short_description: The collection's data files (compatibility matrix, floors, instance types), parsed
 version_added: "0.2.0"
-author: scc.nlp_training contributors
+author: scc.nlp_training contributors (!UNKNOWN)
 description:
   - Returns C(sccnlp/data/<name>) of this collection parsed as YAML, found the same way from a checkout and from an
     installed collection (never by a path relative to a role).

@@ -168,6 +168,7 @@ compose:
 
 import hashlib
 import json
+import os
 from collections.abc import Mapping, Set
 from typing import Any
 

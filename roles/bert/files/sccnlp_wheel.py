@@ -23,8 +23,13 @@ def _project(pyproject: Path) -> tuple[str, str, dict[str, str]]:
     project = text.split("[project]", 1)[1].split("\n[", 1)[0]
     name = re.search(r'^name\s*=\s*"([^"]+)"', project, re.M)
     version = re.search(r'^version\s*=\s*"([^"]+)"', project, re.M)
+    if name and not version:
+        # dynamic = ["version"]: the package's __version__ is the one source (pyproject's [tool.setuptools.dynamic]).
+        init = pyproject.parent / name.group(1) / "__init__.py"
+        if init.is_file():
+            version = re.search(r'^__version__\s*=\s*"([^"]+)"', init.read_text(encoding="utf-8"), re.M)
     if not name or not version:
-        raise SystemExit(f"{pyproject}: no [project] name/version")
+        raise SystemExit(f"{pyproject}: no [project] name, or no version there or in the package's __version__")
     scripts: dict[str, str] = {}
     if "[project.scripts]" in text:
         block = text.split("[project.scripts]", 1)[1].split("\n[", 1)[0]

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import yaml
 
+import sccnlp
+
 ROOT = Path(__file__).resolve().parents[3]
 ROLE = ROOT / "roles" / "bert"
 
@@ -40,7 +42,8 @@ def test_wheel_is_reproducible_and_complete(tmp_path: Path) -> None:
     builder = _builder()
     first = builder.build(ROOT, tmp_path / "a")
     second = builder.build(ROOT, tmp_path / "b")
-    assert first.name == second.name and first.name.startswith("sccnlp-") and first.name.endswith("-py3-none-any.whl")
+    # The version comes from sccnlp.__version__ (pyproject declares it dynamic).
+    assert first.name == second.name == f"sccnlp-{sccnlp.__version__}-py3-none-any.whl"
     assert first.read_bytes() == second.read_bytes()
     with zipfile.ZipFile(first) as zf:
         names = zf.namelist()

@@ -23,10 +23,17 @@ description:
     stop with one line that names the cause and the fix. Credentials are never printed.
   - All data from the API is marked unsafe before templating, so a tag value that holds a Jinja expression (a pipe
     lookup, say) stays text and is never run.
-  - The configuration file name must end in C(.scc.yml) or C(.scc.yaml).
+  - "Credentials, first found: O(access_key_id) and O(access_key_secret) (or their environment variables), the
+    aliyun CLI profile O(profile) of O(profile_file), then the default chain of C(alibabacloud_credentials): the
+    C(ALIBABA_CLOUD_*) environment, an OIDC role (C(ALIBABA_CLOUD_ROLE_ARN), C(ALIBABA_CLOUD_OIDC_PROVIDER_ARN),
+    C(ALIBABA_CLOUD_OIDC_TOKEN_FILE)), the profiles of C(~/.alibabacloud/credentials) (a RamRoleArn profile
+    among them), and the RAM role of the ECS instance the controller runs on, from the instance metadata service
+    (C(ALIBABA_CLOUD_ECS_METADATA) names the role; without it the role is read from the metadata)."
+  - The configuration file name must end in C(.scc.yml) or C(.scc.yaml); unknown options are refused.
 requirements:
   - alibabacloud_ecs20140526
   - alibabacloud_tea_openapi
+  - alibabacloud_credentials
 extends_documentation_fragment:
   - constructed
   - inventory_cache

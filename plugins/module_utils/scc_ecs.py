@@ -52,6 +52,13 @@ MISSING_CREDENTIALS = (
 )
 
 
+DEFAULT_CHAIN_HINT = (
+    "; nor did the SDK's default chain (RAM role of this ECS instance through the instance metadata, an OIDC role "
+    "from ALIBABA_CLOUD_ROLE_ARN/ALIBABA_CLOUD_OIDC_PROVIDER_ARN/ALIBABA_CLOUD_OIDC_TOKEN_FILE, a profile of "
+    "~/.alibabacloud/credentials such as a RamRoleArn one)"
+)
+
+
 def load_profile(path: str, name: str | None) -> dict[str, Any] | None:
     """The named (or current) profile of an aliyun CLI config file; None when the file does not exist."""
     expanded = os.path.expanduser(path)
@@ -88,7 +95,7 @@ def resolve_credentials(access_key_id: str | None, access_key_secret: str | None
         raise EcsError(f"only half of an access key is set: also set {missing}")
     prof = load_profile(profile_file, profile)
     if prof is None:
-        raise EcsError(MISSING_CREDENTIALS)
+        return default_chain()
     mode = prof.get("mode") or "AK"
     if mode not in ("AK", "StsToken"):
         raise EcsError(f"profile {prof.get('name')!r} in {profile_file} uses mode {mode!r}; this inventory supports "
@@ -100,6 +107,27 @@ def resolve_credentials(access_key_id: str | None, access_key_secret: str | None
     token = prof.get("sts_token") if mode == "StsToken" else None
     return Credentials(key_id, secret, token or None, source=f"profile {prof.get('name')}",
                        region=prof.get("region_id") or None)
+
+
+def default_chain() -> Credentials:
+    """The SDK's default credential chain (alibabacloud_credentials), for what the settings above do not name:
+    environment, OIDC role (ALIBABA_CLOUD_ROLE_ARN, ALIBABA_CLOUD_OIDC_PROVIDER_ARN, ALIBABA_CLOUD_OIDC_TOKEN_FILE),
+    the aliyun CLI and ~/.alibabacloud/credentials profiles (RamRoleArn among them), and the RAM role of the ECS
+    instance this controller runs on (instance metadata). The chain's own messages are not shown: they may quote
+    a profile's settings."""
+    try:
+        from alibabacloud_credentials.client import Client as CredentialClient
+    except ImportError:
+        raise EcsError(f"{MISSING_CREDENTIALS} ({SDK_HINT})") from None
+    try:
+        found = CredentialClient().get_credential()
+    except Exception:  # the chain raises CredentialException, or network errors of the metadata service
+        raise EcsError(MISSING_CREDENTIALS + DEFAULT_CHAIN_HINT) from None
+    key_id, secret = found.get_access_key_id() or "", found.get_access_key_secret() or ""
+    if not key_id or not secret:
+        raise EcsError(MISSING_CREDENTIALS + DEFAULT_CHAIN_HINT)
+    provider = (found.get_provider_name() or "default").split("/")[-1]
+    return Credentials(key_id, secret, found.get_security_token() or None, source=f"default chain: {provider}")
 
 
 # ---------------------------------------------------------------------------------------------------------------

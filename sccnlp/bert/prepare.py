@@ -190,6 +190,7 @@ def prepare_partition(data_dir: str, part: int, node_index: int = 0) -> dict[str
     import numpy as np
 
     from sccnlp.bert import corpus as bcorpus
+    from sccnlp.bert import manifest as bmanifest
     from sccnlp.bert import shards as bshards
     from sccnlp.bert import vocab as bvocab
 
@@ -219,7 +220,8 @@ def prepare_partition(data_dir: str, part: int, node_index: int = 0) -> dict[str
                                       np.random.default_rng([settings.seed, part, number]))
         name = f"shard-p{part:05d}"
         count = bshards.write_shard(folder / phase.dirname, name, fields)
-        record["phases"][str(number)] = {"name": name, "count": count}
+        record["phases"][str(number)] = {"name": name, "count": count, "files": bmanifest.describe(
+            folder / phase.dirname, (f"{name}.{field}.npy" for field in bshards.FIELDS))}
     record["seconds"] = round(time.monotonic() - started, 2)
     bshards.atomic_write_text(done, json.dumps(record) + "\n")
     return record

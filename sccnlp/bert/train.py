@@ -31,6 +31,13 @@ class NonFiniteGradient(SccError):
     exit_code = 3
 
 
+class ClientGone(SccError):
+    exit_code = 76  # sccnlp.bert.watchdog.EXIT_CLIENT_GONE
+
+
+CHECKPOINT, STOP = 1, 2  # Trainer.agree_on_action()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m sccnlp.bert.train", description=__doc__.splitlines()[0])
     p.add_argument("--data-dir", help="prepared phase directory (…/phase1_seq128) holding meta.json and shards")
@@ -69,12 +76,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="real data: cut padding to a multiple of this (0 = max(64, seq_len/4)); -1 = never cut")
     p.add_argument("--log-interval", type=int, default=10)
     p.add_argument("--ckpt-interval", type=int, default=0, help="optimizer steps between checkpoints (0 = at end)")
+    p.add_argument("--ckpt-seconds", type=float, default=0.0,
+                   help="also checkpoint when this many seconds passed since the last one (checked at log intervals; "
+                        "0 = off)")
     p.add_argument("--keep-checkpoints", type=int, default=3)
     p.add_argument("--resume", default="auto", help="auto (latest ckpt-<step>.pt in --output-dir), none, or a path")
     p.add_argument("--seed", type=int, default=12345)
     p.add_argument("--peak-tflops", type=float, default=0.0,
                    help="dense bf16 peak per GPU for MFU (0 = from the GPU name; unknown GPUs show mfu=n/a)")
     p.add_argument("--log-data-ranges", action="store_true", help="every rank prints the record range it reads")
+    p.add_argument("--collective-timeout", type=float, default=300.0,
+                   help="seconds a collective may wait for a peer before it fails (gloo/NCCL process group timeout)")
+    p.add_argument("--heartbeat-dir", default="",
+                   help="shared directory for this launch's heartbeats (sccnlp.bert.watchdog); empty = no watchdog")
+    p.add_argument("--heartbeat-timeout", type=float, default=30.0,
+                   help="seconds without a peer's heartbeat before the run stops naming that rank")
+    p.add_argument("--client-lease", default="", help="file the launching client rewrites while it follows the run")
+    p.add_argument("--client-lease-timeout", type=float, default=0.0,
+                   help="seconds without a lease renewal before the run checkpoints and stops (0 = never)")
     p.add_argument("--inject-nonfinite", default="", metavar="PARAM@STEP",
                    help="testing aid: turn PARAM's gradient into NaN at optimizer step STEP")
     return p
@@ -112,6 +131,7 @@ class Trainer:
 
         from sccnlp.bert import data as bdata
         from sccnlp.bert import model as bmodel
+        from sccnlp.bert import watchdog
         from sccnlp.bert.distributed import Comm
         from sccnlp.bert.optim import build_optimizer, build_scheduler
 
@@ -125,8 +145,9 @@ class Trainer:
         bmodel.size_name(args.model)  # unknown model -> one clear line, before any process group starts
         meta = bdata.read_meta(args.data_dir) if not args.synthetic else None  # checked before any rendezvous
 
-        self.comm = Comm(args.backend)
+        self.comm = Comm(args.backend, timeout_s=args.collective_timeout)
         self.rank, self.world = self.comm.rank, self.comm.world_size
+        self.guard = watchdog.start_for(args, self.rank, self.world)
         self.device = self.comm.device
         self.is_cuda = self.device.type == "cuda"
 
@@ -409,8 +430,13 @@ class Trainer:
             self.loader.load_state_dict(state["data"])
             self._set_rng_state(state["rng"][self.rank])
         else:
-            self.log(f"checkpoint written by {state['world_size']} ranks, now {self.world}: data restarts at the "
-                     "beginning of this rank's slice, RNG re-seeded")
+            data = state["data"]
+            old_records = max(int(data.get("end", 0)) - int(data.get("start", 0)), 1)
+            done = min(int(data["batch_in_epoch"]) * args.batch_size / old_records, 1.0)
+            per = getattr(self.loader, "batches_per_epoch", 0)
+            self.loader.load_state_dict({"epoch": int(data["epoch"]), "batch_in_epoch": int(done * per)})
+            self.log(f"checkpoint written by {state['world_size']} ranks, now {self.world}: data continues at epoch "
+                     f"{data['epoch']}, {done:.1%} of it, in each rank's new slice; RNG re-seeded")
         self.log(f"resumed from step {self.step} ({path})")
 
     # ---------------------------------------------------------------------------------------------- loop
@@ -442,6 +468,20 @@ class Trainer:
                 f"data={'synthetic' if self.args.synthetic else self.args.data_dir} "
                 f"flops/token={self.flops_per_token:.3g}")
 
+    def agree_on_action(self) -> int:
+        """Rank 0's decision, the same on every rank (one small all-reduce a log interval): 0 = go on,
+        CHECKPOINT = the --ckpt-seconds interval passed, STOP = the client lease expired (checkpoint, then stop)."""
+        action = 0
+        if self.rank == 0 and self.step < self.args.steps:
+            if self.guard is not None and self.guard.stop_reason:
+                action = STOP
+            elif self.args.ckpt_seconds and time.monotonic() - self.last_ckpt >= self.args.ckpt_seconds:
+                action = CHECKPOINT
+        if self.world > 1:
+            flag = self.torch.tensor([float(action)], device=self.device)
+            action = int(self.comm.all_reduce_sum(flag).item())
+        return action
+
     def run(self) -> int:
         args = self.args
         self.log(self.describe())
@@ -453,10 +493,13 @@ class Trainer:
         window: list[tuple[Any, Any, Any]] = []
         self.sync()
         t0, window_start_step = time.perf_counter(), self.step
+        self.last_ckpt = time.monotonic()
         while self.step < args.steps:
             batches = [next(it) for _round in range(self.accum)]
             loss, mlm, nsp, _unused = self.train_step(batches)
             window.append((loss, mlm, nsp))
+            if self.guard is not None:
+                self.guard.step = self.step
             if self.step % args.log_interval == 0 or self.step == args.steps:
                 self.sync()
                 now = time.perf_counter()
@@ -468,8 +511,18 @@ class Trainer:
                             fh.write(json.dumps(rec) + "\n")
                 window = []
                 t0, window_start_step = time.perf_counter(), self.step
+                action = self.agree_on_action()
+                if action:
+                    self.save_checkpoint()
+                    self.last_ckpt = time.monotonic()
+                    if action == STOP and self.guard is not None:
+                        raise ClientGone(f"{self.guard.stop_reason}: stopped at step {self.step} after a checkpoint; "
+                                         "run the same command again to resume")
+                    t0, window_start_step = time.perf_counter(), self.step
+                    continue
             if args.ckpt_interval and self.step % args.ckpt_interval == 0 and self.step < args.steps:
                 self.save_checkpoint()
+                self.last_ckpt = time.monotonic()
                 t0, window_start_step = time.perf_counter(), self.step
         if self.output_dir is not None and not (self.output_dir / f"ckpt-{self.step}.pt").exists():
             self.save_checkpoint()
@@ -478,14 +531,29 @@ class Trainer:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from sccnlp.bert import watchdog
+
     args = build_parser().parse_args(argv)
     trainer = None
     try:
         trainer = Trainer(args)
-        return trainer.run()
+        code = trainer.run()
+        watchdog.finish("done")
+        return code
     except SccError as exc:
         print(f"sccnlp.bert.train: error: {exc}", file=sys.stderr, flush=True)
+        watchdog.finish("error", str(exc))
         return exc.exit_code
+    except RuntimeError as exc:
+        if not watchdog.is_comm_error(exc):
+            watchdog.finish("error", f"{type(exc).__name__}: {exc}")
+            raise
+        # A peer is gone: one line instead of a traceback, no process-group teardown that would wait for it.
+        msg = watchdog.comm_error_line(exc)
+        print(f"sccnlp.bert.train: error: {msg}", file=sys.stderr, flush=True)
+        watchdog.finish("error", msg)
+        trainer = None
+        return watchdog.EXIT_COMM_ERROR
     finally:
         if trainer is not None:
             trainer.comm.close()

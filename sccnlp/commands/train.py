@@ -17,7 +17,8 @@ WHERE_TASK = "Show where the run writes"
 SHOWN_TASKS = ("Report a run that is already complete", "Show the prepared data")
 _TAG = re.compile(r"^\[\d+,\d+\]<(stdout|stderr)>:\s?")
 _STEP = re.compile(r"\bstep=(\d+)\b")
-_NOTABLE = re.compile(r"error|Error|resumed from|no checkpoint|saved checkpoint|data_range=|^done:|^launch:")
+_NOTABLE = re.compile(r"error|Error|resumed from|no checkpoint|saved checkpoint|data_range=|^done:|^launch:|^lost:|"
+                      r"stopped following")
 
 
 def register(subparsers: Any) -> None:

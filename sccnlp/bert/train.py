@@ -515,9 +515,11 @@ class Trainer:
                 if action:
                     self.save_checkpoint()
                     self.last_ckpt = time.monotonic()
-                    if action == STOP and self.guard is not None:
-                        raise ClientGone(f"{self.guard.stop_reason}: stopped at step {self.step} after a checkpoint; "
-                                         "run the same command again to resume")
+                    if action == STOP:
+                        why = (self.guard.stop_reason if self.guard is not None else "") or \
+                            "the sccnlp train client stopped following the run (rank 0's lease check)"
+                        raise ClientGone(f"{why}: stopped at step {self.step} after a checkpoint; run the same "
+                                         "command again to resume")
                     t0, window_start_step = time.perf_counter(), self.step
                     continue
             if args.ckpt_interval and self.step % args.ckpt_interval == 0 and self.step < args.steps:

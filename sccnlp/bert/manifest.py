@@ -70,23 +70,23 @@ def verify(data_dir: str | os.PathLike[str], phase_dirname: str, phase: int, ful
             continue
         for name, want in files.items():
             path = folder / phase_dirname / name
-            fix = (f"delete {folder}/parts/part-{part:05d}.json and {folder}/.complete, then run the same command "
-                   f"again: partition {part} (node index {record.get('node', '?')}) is prepared again")
+            # Short enough for one line of a playbook failure (the data directory is a 64-digit hash).
+            fix = (f"delete parts/part-{part:05d}.json and .complete there, then run the same command again: "
+                   f"partition {part} is prepared again")
+            what = f"shard {phase_dirname}/{name} of {folder}"
             try:
                 st = path.stat()
             except OSError:
-                raise SccError(f"shard file {path} is missing (partition {part}): {fix}") from None
+                raise SccError(f"{what} is missing (partition {part}): {fix}") from None
             checked += 1
             if st.st_size != want["size"]:
-                raise SccError(f"shard file {path} is corrupted: {st.st_size} bytes, the manifest says "
-                               f"{want['size']} (partition {part}): {fix}")
+                raise SccError(f"{what} is corrupted: {st.st_size} bytes, the manifest says {want['size']}: {fix}")
             if full or st.st_mtime_ns != want["mtime_ns"]:
                 hashed += 1
                 got = sha256_file(path)
                 if got != want["sha256"]:
-                    raise SccError(f"shard file {path} is corrupted: sha256 {got[:16]}… differs from the manifest's "
-                                   f"{want['sha256'][:16]}… (partition {part}, written by node index "
-                                   f"{record.get('node', '?')}): {fix}")
+                    raise SccError(f"{what} is corrupted: sha256 {got[:12]}… differs from the manifest's "
+                                   f"{want['sha256'][:12]}…: {fix}")
     return {"data_dir": str(folder), "phase": phase, "files": checked, "hashed": hashed,
             "unrecorded_partitions": unrecorded}
 

@@ -144,7 +144,7 @@ def _trainer_processes(inventory: str) -> dict[str, int]:
 def _data_dir(inventory: str) -> str:
     got = sccnlp_train(inventory, *QUICK, "--data-only", "--run-name", RUN + "-data")
     assert got.returncode == 0, got.stdout[-2000:] + got.stderr[-2000:]
-    return re.search(r"BERT data (\S+)", got.stdout).group(1)  # type: ignore[union-attr]
+    return re.search(r"BERT data (/\S+)", got.stdout).group(1)  # type: ignore[union-attr]
 
 
 def test_corrupted_shard_is_named_before_reuse(inventory: str) -> None:
@@ -156,9 +156,9 @@ def test_corrupted_shard_is_named_before_reuse(inventory: str) -> None:
         shell_on(inventory, "node2", f"printf 'garbage!' | dd of={shard} bs=1 seek=300 conv=notrunc status=none")
         got = sccnlp_train(inventory, *QUICK, "--data-only", "--run-name", RUN + "-data")
         assert got.returncode != 0
-        assert f"the prepared data cannot be reused: shard file {shard} is corrupted: sha256" in got.stderr, \
-            got.stderr[-2000:]
-        assert f"delete {data}/parts/part-00000.json and {data}/.complete" in got.stderr
+        assert f"the prepared data cannot be reused: shard phase1_seq128/shard-p00000.input_ids.npy of {data} is " \
+            "corrupted: sha256" in got.stderr, got.stderr[-2000:]
+        assert "delete parts/part-00000.json and .complete there, then run the same command again" in got.stderr
         assert "Traceback" not in got.stdout + got.stderr
     finally:
         shell_on(inventory, "node1", f"cp -p {backup} {shard} && rm -f {backup}")

@@ -56,10 +56,12 @@ def test_a_bad_shard_is_named_with_the_fix(data_dir: Path, capsys: pytest.Captur
         shard.unlink()
     rc, out, err = _verify(capsys, data_dir)
     assert rc == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err
-    assert f"shard file {shard} is " + ("missing" if damage == "delete" else "corrupted") in err
+    assert f"shard phase1_seq128/{shard.name} of {data_dir} is " + ("missing" if damage == "delete" else
+                                                                      "corrupted") in err
     why = {"overwrite": "differs from the manifest", "truncate": "the manifest says", "delete": "missing"}[damage]
     assert why in err
-    assert f"delete {data_dir}/parts/part-00001.json and {data_dir}/.complete, then run the same command" in err
+    assert "delete parts/part-00001.json and .complete there, then run the same command again: partition 1 is " \
+        "prepared again" in err
 
 
 def test_the_fix_prepares_only_that_partition(data_dir: Path, real_corpus: Path,

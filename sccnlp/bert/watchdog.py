@@ -231,7 +231,8 @@ def is_comm_error(exc: BaseException) -> bool:
 
 def comm_error_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
-    text = re.sub(r"\[[^\]]*third_party[^\]]*\]\s*", "", text)[:300]
+    text = re.sub(r"\[[^\]]*third_party[^\]]*\]\s*", "", text)
+    text = re.split(r"\.? This is typically caused", text)[0][:300]  # gloo's advice, not about this run
     beat = _current[0] if _current else None
     who = f"rank {beat.rank} on {beat.host}: " if beat else ""
     return f"{who}a collective failed ({type(exc).__name__}: {text}): a peer rank is gone"

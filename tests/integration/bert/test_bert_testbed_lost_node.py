@@ -186,12 +186,13 @@ def test_lost_node_stops_the_run_then_the_same_command_resumes(inventory: str, n
     assert took < LOSS_LIMIT_S, (took, client.err[-2000:])
     launch = shell_on(inventory, "node1", f"cat {shared}/bert/runs/{RUN}/launch.sh")
     rank_hosts = re.search(r"--rank-hosts '?([\w,.-]+)", launch).group(1).split(",")  # type: ignore[union-attr]
-    named = re.search(r"failed on node1: BERT training failed \(mpirun exit \d+\) rank (\d+) on (\S+) stopped first",
-                      client.err)
+    named = re.search(r"failed on node1: (?:Check the training run: )?BERT training failed \(mpirun exit \d+\) "
+                      r"rank (\d+) on (\S+) stopped first", client.err)
     assert named, client.err[-3000:]
     assert named.group(2) == "node2" and rank_hosts[int(named.group(1))] == "node2", client.err[-3000:]
-    assert re.search(r"bring node2 back \(or remove it from the inventory\) and run the same command again: it "
-                     r"resumes from ckpt-(10|20|30|40)\.pt", client.err), client.err[-3000:]
+    ckpt = re.search(r"bring node2 back \(or remove it from the inventory\) and run the same command again: it "
+                     r"resumes from ckpt-(\d+)\.pt", client.err)
+    assert ckpt and int(ckpt.group(1)) >= 10, client.err[-3000:]
     assert "Traceback" not in out + client.err
 
     back_s = bring_back(inventory, "node2", node2_restored, shared)
@@ -202,7 +203,7 @@ def test_lost_node_stops_the_run_then_the_same_command_resumes(inventory: str, n
     record_property("resume_run_s", round(resume_s, 1))
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-2000:]
     resumed = re.search(r"resumed from step (\d+)", again.stdout)
-    assert resumed and 10 <= int(resumed.group(1)) <= lost_at_step + 10, again.stdout[-3000:]
+    assert resumed and resumed.group(1) == ckpt.group(1), again.stdout[-3000:]  # the checkpoint it named
     steps = [int(m) for m in re.findall(r"^\s+step=(\d+) loss=", again.stdout, re.M)]
     assert steps and min(steps) > int(resumed.group(1)) and steps[-1] == 50
     print(f"resumed from step {resumed.group(1)}; the re-run took {resume_s:.1f} s")

@@ -210,7 +210,7 @@ def test_dnf_versionlock_runs_from_the_installed_community_general(work: Path, i
     book.write_text(yaml.safe_dump(play, sort_keys=False))
     proc = _run(_playbook(core_venv, "--list-tasks", str(book)), cwd=work, env=_env(installed, core_venv))
     assert proc.returncode == 0, _explain(proc)
-    locking = [line for line in proc.stdout.splitlines() if re.search(r"Lock the .* package versions", line)]
+    locking = [line for line in proc.stdout.splitlines() if re.search(r"\bLock the\b.*\bversions\b", line)]
     assert len(locking) >= 1, _explain(proc)
     module = [str(core_venv / "bin" / "ansible"), "localhost", "-i", "localhost,", "-c", "local", "--check",
               "-e", f"ansible_python_interpreter={core_venv / 'bin' / 'python'}",

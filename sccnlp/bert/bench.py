@@ -17,11 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sccnlp.bert.model import step_flops
 from sccnlp.errors import SccError
 
 # (model, seq_len, batch per GPU) for --matrix
 MATRIX = (("bert-base", 128, 256), ("bert-base", 512, 64), ("bert-large", 128, 256), ("bert-large", 512, 64))
-GOALS = {("bert-large", 128): 1850.0, ("bert-large", 512): 435.0}  # seq/s per H200 (issue 7)
+GOALS = {("bert-large", 128): 2050.0, ("bert-large", 512): 480.0}  # seq/s per H200 (issue 15)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,6 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", help="real shards instead of synthetic data (seq len from meta.json)")
     p.add_argument("--json", dest="json_path", help="write the results here (rank 0)")
     p.add_argument("--label", default="", help="free text stored with each result (e.g. the change measured)")
+    p.add_argument("--profile", dest="profile_path", default="",
+                   help="after timing, profile 3 steps with torch.profiler and write the top-kernel table here")
+    p.add_argument("--curve", dest="curve_path", default="",
+                   help="write every timed step's loss here (JSON list), for loss-curve comparisons")
     p.add_argument("--train-args", default="",
                    help="extra trainer options, e.g. \"--optimizer adamw --compile none --attn eager\"")
     return p
@@ -44,12 +49,15 @@ def trainer_argv(model: str, seq_len: int, batch: int, total_steps: int, data_di
                  extra: str) -> list[str]:
     argv = ["--model", model, "--batch-size", str(batch), "--steps", str(total_steps), "--resume", "none",
             "--log-interval", str(10**9), "--warmup", "0.1"]
-    argv += ["--data-dir", data_dir] if data_dir else ["--synthetic", "--seq-len", str(seq_len)]
+    if data_dir:
+        argv += ["--data-dir", data_dir]
+    elif "--data-dir" not in extra.split():
+        argv += ["--synthetic", "--seq-len", str(seq_len)]
     return argv + extra.split()
 
 
 def bench_one(model: str, seq_len: int, batch: int, steps: int, warmup: int, data_dir: str | None,
-              extra: str, label: str) -> dict[str, Any]:
+              extra: str, label: str, profile_path: str = "", curve_path: str = "") -> dict[str, Any]:
     import torch
 
     from sccnlp.bert.train import Trainer
@@ -72,22 +80,33 @@ def bench_one(model: str, seq_len: int, batch: int, steps: int, warmup: int, dat
     trainer.sync()
     if trainer.is_cuda:
         torch.cuda.reset_peak_memory_stats(trainer.device)
+    trainer._window_tokens = trainer._window_masked = 0
     t0 = time.perf_counter()
     losses = []
     for _round in range(steps):
         losses.append(trainer.train_step(batches())[0])
     trainer.sync()
     seconds = time.perf_counter() - t0
+    tokens, masked = trainer._window_tokens, trainer._window_masked  # real (non-padding) tokens, this rank
+    trainer.check_nonfinite()
     seq_s = steps * trainer.global_batch / seconds
     per_gpu = seq_s / trainer.world
+    real_flops = step_flops(trainer.config, trainer.seq_len, tokens, masked)
     goal = GOALS.get((model, trainer.seq_len))
+    if curve_path and trainer.rank == 0:
+        Path(curve_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(curve_path).write_text(json.dumps([round(float(x), 4) for x in losses]) + "\n")
+    if profile_path and trainer.is_cuda:
+        profile(trainer, batches, profile_path)
     result = {
         "model": model, "seq_len": trainer.seq_len, "batch_per_gpu": batch, "global_batch": trainer.global_batch,
         "ranks": trainer.world, "steps": steps, "warmup": warmup,
-        "data": "synthetic" if targs.synthetic else f"real:{data_dir}",
+        "data": "synthetic" if targs.synthetic else f"real:{targs.data_dir}",
         "seq_per_s": round(seq_s, 1), "seq_per_s_gpu": round(per_gpu, 1),
         "tok_per_s_gpu": round(per_gpu * trainer.seq_len),
-        "mfu": round(per_gpu * trainer.seq_len * trainer.flops_per_token / trainer.peak, 4) if trainer.peak else None,
+        "real_tok_per_s_gpu": round(tokens / seconds),
+        "padding": round(1 - tokens / (steps * trainer.accum * batch * trainer.seq_len), 4),
+        "mfu": round(real_flops / seconds / trainer.peak, 4) if trainer.peak else None,
         "flops_per_token": trainer.flops_per_token, "peak_flops": trainer.peak or None,
         "step_ms": round(1000 * seconds / steps, 2), "compile_s": round(compile_s, 1),
         "first_loss": round(float(first[0]), 4), "last_loss": round(float(losses[-1]), 4),
@@ -98,6 +117,20 @@ def bench_one(model: str, seq_len: int, batch: int, steps: int, warmup: int, dat
     }
     result["_comm"] = trainer.comm
     return result
+
+
+def profile(trainer: Any, batches: Any, path: str) -> None:
+    """Three steps under torch.profiler; the top GPU kernels by total time go to `path`."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as tprofile
+
+    with tprofile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(3):
+            trainer.train_step(batches())
+        trainer.sync()
+    table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=30, max_name_column_width=90)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(table + "\n")
 
 
 def release() -> None:
@@ -112,9 +145,10 @@ def release() -> None:
 
 def human(r: dict[str, Any]) -> str:
     mfu = f"{r['mfu'] * 100:.1f}%" if r.get("mfu") is not None else "n/a"
+    real = f"real_tok/s={r['real_tok_per_s_gpu']} padding={r['padding'] * 100:.1f}% "
     goal = f" goal={r['goal_seq_per_s_gpu']:.0f}" if r.get("goal_seq_per_s_gpu") else ""
     return (f"bench model={r['model']} seq={r['seq_len']} batch/gpu={r['batch_per_gpu']} ranks={r['ranks']} "
-            f"data={r['data']} seq/s={r['seq_per_s']:.1f} seq/s/gpu={r['seq_per_s_gpu']:.1f} mfu={mfu} "
+            f"data={r['data']} seq/s={r['seq_per_s']:.1f} seq/s/gpu={r['seq_per_s_gpu']:.1f} {real}mfu={mfu} "
             f"step_ms={r['step_ms']} compile_s={r['compile_s']} mem={r['mem_gib']}GiB{goal} "
             f"loss={r['first_loss']}->{r['last_loss']} args=\"{r['train_args']}\"")
 
@@ -126,7 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     comm = None
     try:
         for model, seq_len, batch in configs:
-            r = bench_one(model, seq_len, batch, args.steps, args.warmup, args.data_dir, args.train_args, args.label)
+            r = bench_one(model, seq_len, batch, args.steps, args.warmup, args.data_dir, args.train_args, args.label,
+                          args.profile_path, args.curve_path)
             comm = r.pop("_comm")
             release()
             results.append(r)

@@ -29,6 +29,13 @@ FIELDS = {  # name: (dtype, per-record shape: "seq", "pred" or scalar)
     "mlm_count": (np.uint8, ""),
     "nsp_labels": (np.uint8, ""),
 }
+PACKED_FIELDS = {  # packed rows (meta "packed": true): several pairs a row
+    **FIELDS,
+    "nsp_labels": (np.uint8, "pairs"),  # 255 = no pair in this slot
+    "pair_starts": (np.uint16, "pairs"),  # first position ([CLS]) of each pair in the row
+    "pair_lengths": (np.uint16, "pairs"),  # 0 = no pair
+}
+NO_PAIR = 255
 
 
 def rank_range(total: int, rank: int, world: int) -> tuple[int, int]:
@@ -44,6 +51,8 @@ class ShardMeta:
     vocab_size: int
     total: int
     shards: tuple[tuple[str, int], ...]
+    packed: bool = False
+    max_pairs: int = 1
 
 
 def read_meta(data_dir: str | Path) -> ShardMeta:
@@ -63,7 +72,8 @@ def read_meta(data_dir: str | Path) -> ShardMeta:
                            "data preparation with this version of sccnlp")
         shards = tuple((str(s["name"]), int(s["count"])) for s in meta["shards"])
         result = ShardMeta(path, int(meta["seq_len"]), int(meta["max_pred"]), int(meta["vocab_size"]),
-                           int(meta["total"]), shards)
+                           int(meta["total"]), shards, bool(meta.get("packed", False)),
+                           int(meta.get("max_pairs", 1)))
     except (ValueError, KeyError, TypeError) as exc:
         raise SccError(f"{meta_file} is not valid ({type(exc).__name__}: {exc}): re-run the data preparation") \
             from None
@@ -81,13 +91,13 @@ class ShardSet:
         self.arrays: list[dict[str, np.ndarray]] = []
         for name, count in self.meta.shards:
             arrays = {}
-            for field, (dtype, kind) in FIELDS.items():
+            for field, (dtype, kind) in (PACKED_FIELDS if self.meta.packed else FIELDS).items():
                 file = self.meta.path / f"{name}.{field}.npy"
                 if not file.is_file():
                     raise SccError(f"{file} is missing: the prepared data is incomplete; re-run the data preparation")
                 arr = np.load(file, mmap_mode="r")
-                shape = (count, self.meta.seq_len) if kind == "seq" else \
-                    (count, self.meta.max_pred) if kind == "pred" else (count,)
+                width = {"seq": self.meta.seq_len, "pred": self.meta.max_pred, "pairs": self.meta.max_pairs}
+                shape = (count, width[kind]) if kind else (count,)
                 if arr.shape != shape or arr.dtype != dtype:
                     raise SccError(f"{file}: {arr.dtype}{list(arr.shape)}, expected {np.dtype(dtype)}{list(shape)} "
                                    "(docs/DATA_FORMAT.md): re-run the data preparation")
@@ -112,26 +122,56 @@ class ShardSet:
 
 
 def to_batch(records: dict[str, np.ndarray], trim_to: int = 0) -> dict[str, Any]:
-    """NumPy records -> torch tensors the model takes. `trim_to` > 0 cuts padding columns past that length."""
+    """NumPy records -> torch tensors the model takes. `trim_to` > 0 cuts padding columns past that length.
+
+    Besides the model inputs: `real_tokens` and `masked` (ints, counted here so the trainer never waits for the
+    device to count them), and `pair_ids` [B, S] (the pair of each token, padding its own group) whenever some
+    token must not see another; packed records also give `position_ids` (restarting per pair) and `pair_starts`.
+    """
     import torch
 
     ids = records["input_ids"]
     seq_len = ids.shape[1]
     if trim_to:
         seq_len = min(seq_len, trim_to)
-    lengths = torch.from_numpy(records["lengths"].astype(np.int64))
-    count = torch.from_numpy(records["mlm_count"].astype(np.int64))
+    lengths_np = records["lengths"].astype(np.int64)
+    count_np = records["mlm_count"].astype(np.int64)
+    lengths = torch.from_numpy(lengths_np)
+    count = torch.from_numpy(count_np)
     pred = records["mlm_positions"].shape[1]
-    return {
+    cols = np.arange(seq_len)[None, :]
+    batch: dict[str, Any] = {
         "input_ids": torch.from_numpy(ids[:, :seq_len].astype(np.int64)),
         "token_type_ids": torch.from_numpy(records["segment_ids"][:, :seq_len].astype(np.int64)),
         "lengths": lengths,
-        "full": bool((lengths >= seq_len).all()),
+        "full": bool((lengths_np >= seq_len).all()),
         "mlm_positions": torch.from_numpy(records["mlm_positions"].astype(np.int64)),
         "mlm_labels": torch.where(torch.arange(pred)[None, :] < count[:, None],
                                   torch.from_numpy(records["mlm_ids"].astype(np.int64)), torch.tensor(-100)),
-        "nsp_labels": torch.from_numpy(records["nsp_labels"].astype(np.int64)),
+        "real_tokens": int(lengths_np.sum()),
+        "masked": int(count_np.sum()),
     }
+    if "pair_starts" in records:
+        starts = records["pair_starts"].astype(np.int64)
+        plen = records["pair_lengths"].astype(np.int64)
+        valid = plen > 0
+        k = starts.shape[1]
+        # pairs lie back to back from column 0: a token's pair is the number of valid starts at or before it
+        pair = ((cols[:, :, None] >= starts[:, None, :]) & valid[:, None, :]).sum(-1) - 1
+        inside = cols < lengths_np[:, None]
+        pair = np.where(inside, pair, k)  # padding: its own group
+        row_start = np.take_along_axis(starts, np.clip(pair, 0, k - 1), 1)
+        batch["pair_ids"] = torch.from_numpy(pair)
+        batch["position_ids"] = torch.from_numpy(np.where(inside, cols - row_start, 0))
+        batch["pair_starts"] = torch.from_numpy(np.where(valid, starts, 0))
+        nsp = records["nsp_labels"].astype(np.int64)
+        batch["nsp_labels"] = torch.from_numpy(np.where(valid & (nsp != NO_PAIR), nsp, -100))
+        batch["full"] = False
+    else:
+        batch["nsp_labels"] = torch.from_numpy(records["nsp_labels"].astype(np.int64))
+        if not batch["full"]:
+            batch["pair_ids"] = torch.from_numpy((cols >= lengths_np[:, None]).astype(np.int64))
+    return batch
 
 
 def bucket_length(max_len: int, seq_len: int, multiple: int) -> int:
@@ -249,6 +289,8 @@ class SyntheticLoader:
                 "mlm_positions": pos.sort(dim=1).values.to(device),
                 "mlm_labels": torch.randint(5, vocab_size, (batch_size, max_pred), generator=gen).to(device),
                 "nsp_labels": torch.randint(0, 2, (batch_size,), generator=gen).to(device),
+                "real_tokens": batch_size * seq_len,
+                "masked": batch_size * max_pred,
             })
         self.step = 0
 

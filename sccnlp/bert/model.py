@@ -46,18 +46,30 @@ def build_config(model: str, vocab_size: int, seq_len: int, dropout: float = 0.1
     return BertConfig(**settings)
 
 
-def flops_per_token(config: Any, seq_len: int) -> float:
-    """Training FLOPs per token: 6 x non-embedding parameters + attention scores (12 x layers x hidden x seq).
-
-    Embeddings are a lookup (the tied decoder projection is counted out with them, as the MLM head runs on ~15% of
-    the tokens). BERT-large at seq 128: ~1.86e9; at 512: ~2.0e9.
-    """
-    h, layers, inter = config.hidden_size, config.num_hidden_layers, config.intermediate_size
+def encoder_params(config: Any) -> int:
+    """Parameters of the encoder layers (N_encoder: no embeddings, pooler or heads)."""
+    h, inter = config.hidden_size, config.intermediate_size
     per_layer = 4 * h * h + 4 * h + 2 * h * inter + inter + h + 4 * h  # attn qkvo, ffn, two LayerNorms
-    head = h * h + h + 2 * h + h * h + h + 2 * h + config.vocab_size  # head transform + LN + decoder bias, pooler
-    nsp = 2 * h + 2
-    params = layers * per_layer + head + nsp
-    return 6.0 * params + 12.0 * layers * h * seq_len
+    return int(config.num_hidden_layers * per_layer)
+
+
+def head_flops_per_prediction(config: Any) -> float:
+    """Training FLOPs of the MLM head for one masked position: 6 x (transform h*h + decoder h*V)."""
+    h = config.hidden_size
+    return 6.0 * (h * h + h * config.vocab_size)
+
+
+def flops_per_token(config: Any, seq_len: int) -> float:
+    """Encoder training FLOPs per token: 6 x N_encoder + 12 x layers x hidden x seq (attention scores and
+    context, forward and backward). BERT-large at seq 128: 1.85e9; at 512: 1.96e9."""
+    return 6.0 * encoder_params(config) + 12.0 * config.num_hidden_layers * config.hidden_size * seq_len
+
+
+def step_flops(config: Any, seq_len: int, tokens: int, masked: int) -> float:
+    """Model FLOPs of `tokens` real (non-padding) tokens and `masked` MLM predictions (docs/bench/bert.md):
+    tokens x (6 N_encoder + 12 L d s) + masked x 6 (d^2 + d V). Padding and the skipped rows of the last layer are
+    not counted as work; attention is counted over the row length s."""
+    return tokens * flops_per_token(config, seq_len) + masked * head_flops_per_prediction(config)
 
 
 def build_model(config: Any, full_head: bool = False) -> Any:

@@ -1,8 +1,10 @@
-"""Optimizers and learning-rate schedule: LAMB (multi-tensor, few kernels a step), fused AdamW, warmup + poly decay."""
+"""Optimizers and learning-rate schedule: LAMB (multi-tensor, few kernels a step), fused AdamW, warmup + poly decay.
+
+Both skip a step on the device when `optimizer.found_inf` (a float tensor) is 1: the trainer never waits for the
+GPU to decide whether a gradient was finite."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,7 +31,10 @@ class Lamb(Optimizer):
 
     @torch.no_grad()
     def step(self, closure: Any = None) -> Any:
+        """One step. `self.found_inf` (a device float tensor, 1.0 = skip), when set, turns the step into a no-op
+        on the device (parameters and moments unchanged), as fused AdamW does: no host synchronisation."""
         loss = closure() if closure is not None else None
+        found: torch.Tensor | None = getattr(self, "found_inf", None)
         for group in self.param_groups:
             params = [p for p in group["params"] if p.grad is not None]
             if not params:
@@ -40,36 +45,46 @@ class Lamb(Optimizer):
                 if not st:
                     st["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
                     st["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                    st["step"] = 0
-            step = states[0]["step"] + 1
-            for st in states:
-                st["step"] = step
+                    st["step"] = torch.zeros((), dtype=torch.float32, device=p.device)
             beta1, beta2 = group["betas"]
+            step_t = states[0]["step"]
+            keep = torch.ones((), device=step_t.device) if found is None else 1.0 - found.to(step_t.device)
+            step_t.add_(keep)
+            for st in states[1:]:
+                st["step"] = step_t
+            if found is not None:  # a skipped step's NaN/Inf must not reach the moments
+                for g in grads:
+                    torch.nan_to_num_(g, nan=0.0, posinf=0.0, neginf=0.0)
             m = [st["exp_avg"] for st in states]
             v = [st["exp_avg_sq"] for st in states]
-            torch._foreach_lerp_(m, grads, 1 - beta1)
-            torch._foreach_mul_(v, beta2)
-            torch._foreach_addcmul_(v, grads, grads, value=1 - beta2)
-            bc1 = 1 - beta1 ** step if group["bias_correction"] else 1.0
-            bc2 = 1 - beta2 ** step if group["bias_correction"] else 1.0
+            # m = b1 m + (1 - b1) g and v = b2 v + (1 - b2) g^2, each an identity when skipped (keep = 0)
+            torch._foreach_mul_(m, 1.0 - keep * (1 - beta1))
+            torch._foreach_add_(m, torch._foreach_mul(grads, keep * (1 - beta1)))
+            torch._foreach_mul_(v, 1.0 - keep * (1 - beta2))
+            torch._foreach_addcmul_(v, grads, torch._foreach_mul(grads, keep * (1 - beta2)))
+            if group["bias_correction"]:
+                bc1 = 1 - beta1 ** step_t.clamp(min=1)
+                bc2 = 1 - beta2 ** step_t.clamp(min=1)
+            else:
+                bc1 = bc2 = torch.ones((), device=step_t.device)
             denom = torch._foreach_sqrt(v)
-            torch._foreach_div_(denom, math.sqrt(bc2))
+            torch._foreach_div_(denom, bc2.sqrt())
             torch._foreach_add_(denom, group["eps"])
             update = torch._foreach_div(m, denom)
             del denom
-            if bc1 != 1.0:
-                torch._foreach_div_(update, bc1)
+            torch._foreach_div_(update, bc1)
             wd = group["weight_decay"]
             if wd:
                 torch._foreach_add_(update, params, alpha=wd)
                 w_norm = torch.stack(torch._foreach_norm(params))
                 u_norm = torch.stack(torch._foreach_norm(update))
                 ratio = torch.where((w_norm > 0) & (u_norm > 0), w_norm / u_norm, torch.ones_like(w_norm))
-                scale = (ratio * -group["lr"]).to(params[0].dtype)
+                scale = (ratio * -group["lr"] * keep).to(params[0].dtype)
                 torch._foreach_mul_(update, list(scale.unbind(0)))
                 torch._foreach_add_(params, update)
             else:
-                torch._foreach_add_(params, update, alpha=-group["lr"])
+                torch._foreach_mul_(update, (keep * -group["lr"]).to(params[0].dtype))
+                torch._foreach_add_(params, update)
         return loss
 
 
@@ -93,9 +108,9 @@ def build_optimizer(name: str, model: torch.nn.Module, lr: float, weight_decay: 
     if name == "lamb":
         return Lamb(groups, lr=lr, betas=(0.9, 0.999), eps=1e-6, weight_decay=weight_decay)
     if name == "adamw":
-        fused = device.type == "cuda"
+        # fused on GPU and CPU: one kernel family a step, and it honours `found_inf` (a skipped step, no sync)
         return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999), eps=1e-6, weight_decay=weight_decay,
-                                 fused=fused, foreach=None if fused else True)
+                                 fused=True)
     raise SccError(f"unknown --optimizer {name!r}: choose one of {', '.join(OPTIMIZERS)}")
 
 
@@ -117,15 +132,20 @@ def build_scheduler(optimizer: Optimizer, total_steps: int, warmup: float, power
     return torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_poly(total_steps, warmup, power))
 
 
+def grad_norms(grads: list[torch.Tensor]) -> torch.Tensor:
+    """Per-tensor L2 norms of the gradients as one fp32 device vector (one multi-tensor norm)."""
+    return torch.stack([n.float() for n in torch._foreach_norm(grads)])
+
+
 def grad_global_norm(grads: list[torch.Tensor]) -> torch.Tensor:
     """L2 norm over all gradients, on the device (one multi-tensor norm + one small norm)."""
     if not grads:
         return torch.zeros(())
-    norms = torch._foreach_norm(grads)
-    return torch.linalg.vector_norm(torch.stack([n.float() for n in norms]))
+    return torch.linalg.vector_norm(grad_norms(grads))
 
 
 def clip_by_norm(grads: list[torch.Tensor], total_norm: torch.Tensor, max_norm: float) -> None:
     if max_norm > 0 and grads:
         coef = torch.clamp(max_norm / (total_norm + 1e-6), max=1.0)
+        coef = torch.where(torch.isfinite(coef), coef, torch.zeros_like(coef))
         torch._foreach_mul_(grads, coef.to(grads[0].dtype))

@@ -49,6 +49,7 @@ class Settings:
     short_seq_prob: float = 0.1
     partitions: int = 1
     vocab_sha256: str = ""           # of the given vocab file
+    pack: bool = False               # several pairs a row (docs/DATA_FORMAT.md, packed rows)
 
     def key(self) -> dict[str, Any]:
         """Everything that changes the produced data (the corpus path does not, its bytes do)."""
@@ -57,7 +58,7 @@ class Settings:
             "vocab": f"file:{self.vocab_sha256}" if self.vocab_file else f"train:{self.vocab_size}",
             "lowercase": self.lowercase, "phases": sorted(self.phases), "dupe_factor": self.dupe_factor,
             "seed": self.seed, "masked_lm_prob": self.masked_lm_prob, "short_seq_prob": self.short_seq_prob,
-            "partitions": self.partitions,
+            "partitions": self.partitions, **({"pack": True} if self.pack else {}),
         }
 
     def digest(self) -> str:
@@ -125,7 +126,8 @@ def make_settings(args: argparse.Namespace) -> Settings:
     return Settings(corpus=str(Path(corpus).resolve()), corpus_sha256=corpus_sha, vocab_file=args.vocab or "",
                     vocab_size=args.vocab_size, lowercase=args.lowercase, phases=phases,
                     dupe_factor=args.dupe_factor, seed=args.seed, masked_lm_prob=args.masked_lm_prob,
-                    short_seq_prob=args.short_seq_prob, partitions=partitions, vocab_sha256=vocab_sha)
+                    short_seq_prob=args.short_seq_prob, partitions=partitions, vocab_sha256=vocab_sha,
+                    pack=bool(getattr(args, "pack", False)))
 
 
 def load_settings(data_dir: Path) -> Settings:
@@ -218,10 +220,16 @@ def prepare_partition(data_dir: str, part: int, node_index: int = 0) -> dict[str
         records = bshards.build_records(docs, phase, ids, settings.dupe_factor, settings.short_seq_prob, rng)
         fields = bshards.mask_records(records, phase.max_pred, ids, settings.masked_lm_prob,
                                       np.random.default_rng([settings.seed, part, number]))
+        pairs = len(fields["lengths"])
+        if settings.pack:
+            fields = bshards.pack_fields(fields, phase.seq_len, phase.max_pred, ids.pad)
         name = f"shard-p{part:05d}"
         count = bshards.write_shard(folder / phase.dirname, name, fields)
-        record["phases"][str(number)] = {"name": name, "count": count, "files": bmanifest.describe(
-            folder / phase.dirname, (f"{name}.{field}.npy" for field in bshards.FIELDS))}
+        written = bshards.PACKED_FIELDS if settings.pack else bshards.FIELDS
+        record["phases"][str(number)] = {"name": name, "count": count, "pairs": pairs,
+                                         "tokens": int(fields["lengths"].astype(np.int64).sum()),
+                                         "files": bmanifest.describe(folder / phase.dirname,
+                                                                     (f"{name}.{field}.npy" for field in written))}
     record["seconds"] = round(time.monotonic() - started, 2)
     bshards.atomic_write_text(done, json.dumps(record) + "\n")
     return record
@@ -274,17 +282,25 @@ def finalize(data_dir: str | os.PathLike[str], num_nodes: int = 0) -> dict[str, 
     tokens = bvocab.read_vocab(folder / "vocab.txt")
     vocab_sha = bvocab.sha256_file(folder / "vocab.txt")
     totals = {}
+    padding = {}
     for number in settings.phases:
         phase = bshards.PHASES[number]
         shards = [(r["phases"][str(number)]["name"], r["phases"][str(number)]["count"]) for r in records]
         shards = [s for s in shards if s[1] > 0]
+        tokens_real = sum(r["phases"][str(number)].get("tokens", 0) for r in records)
+        rows = sum(c for _, c in shards)
+        pad = 1.0 - tokens_real / (rows * phase.seq_len) if rows and tokens_real else None
         meta = bshards.write_meta(folder / phase.dirname, phase, len(tokens), vocab_sha, shards,
-                                  settings.corpus_sha256, settings.dupe_factor, settings.seed)
+                                  settings.corpus_sha256, settings.dupe_factor, settings.seed,
+                                  packed=settings.pack, padding=pad)
+        if pad is not None:
+            padding[phase.dirname] = round(pad, 4)
         if meta["total"] == 0:
             raise SccError(f"the corpus {settings.corpus} gave no {phase.dirname} records: give a larger corpus "
                            "(documents of several sentences)")
         totals[phase.dirname] = meta["total"]
-    summary = {"data_dir": str(folder), "records": totals, "vocab_size": len(tokens),
+    summary = {"data_dir": str(folder), "records": totals, "padding_fraction": padding, "packed": settings.pack,
+               "vocab_size": len(tokens),
                "partitions": settings.partitions, "documents": sum(r["documents"] for r in records)}
     bshards.atomic_write_text(folder / COMPLETE, json.dumps(summary) + "\n")
     return summary
@@ -308,6 +324,8 @@ def _add_input_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--short-seq-prob", type=float, default=0.1)
     p.add_argument("--partitions", type=int, default=0,
                    help="document partitions over all nodes and workers (0 = nodes x workers)")
+    p.add_argument("--pack", action="store_true",
+                   help="packed rows: several NSP pairs a row (less padding; the trainer attends within a pair)")
     p.add_argument("--out-root", required=True, help="where <content-hash>/ directories go (shared storage)")
 
 

@@ -19,6 +19,9 @@ import numpy as np
 
 FORMAT = "sccnlp-bert-v1"
 FIELDS = ("input_ids", "segment_ids", "lengths", "mlm_positions", "mlm_ids", "mlm_count", "nsp_labels")
+PACKED_FIELDS = (*FIELDS, "pair_starts", "pair_lengths")
+MAX_PAIRS = 8  # pairs a packed row holds at most
+NO_PAIR = 255  # nsp_labels of an empty pair slot
 
 
 @dataclass(frozen=True)
@@ -212,6 +215,81 @@ def mask_records(records: Records, max_pred: int, ids: SpecialIds, masked_lm_pro
     }
 
 
+# --------------------------------------------------------------------------------------------------- packing
+
+
+def packed_max_pred(max_pred: int, max_pairs: int = MAX_PAIRS) -> int:
+    """Prediction slots of a packed row: the pairs' masks sum to at most 15% of the row plus one a pair."""
+    return max_pred + max_pairs
+
+
+def pack_fields(fields: dict[str, np.ndarray], seq_len: int, max_pred: int, pad: int = 0,
+                max_pairs: int = MAX_PAIRS) -> dict[str, np.ndarray]:
+    """Masked one-pair-a-row fields -> packed rows of several whole pairs (first-fit decreasing by length).
+
+    A row holds its pairs back to back from column 0, each [CLS] A [SEP] B [SEP] as prepared; `pair_starts` and
+    `pair_lengths` [N, max_pairs] give each pair's span (length 0 = empty slot, NSP label 255), `lengths` the row's
+    real tokens, `mlm_positions` the row positions of all its pairs' predictions (`mlm_count` of them, at most
+    `packed_max_pred(max_pred)`). The trainer restarts position ids at each start and attends within a pair.
+    """
+    lengths = fields["lengths"].astype(np.int64)
+    order = np.argsort(-lengths, kind="stable")
+    free = np.zeros(0, np.int64)  # free space of each open row
+    used = np.zeros(0, np.int64)  # pairs in each row
+    rows_of: list[list[int]] = []
+    # rows by free space: first fit over a small array of candidates (rows with free >= length, fewest free)
+    for i in order:
+        need = lengths[i]
+        fits = np.nonzero((free >= need) & (used < max_pairs))[0]
+        if len(fits):
+            r = int(fits[np.argmin(free[fits])])
+            free[r] -= need
+            used[r] += 1
+            rows_of[r].append(int(i))
+        else:
+            free = np.append(free, seq_len - need)
+            used = np.append(used, 1)
+            rows_of.append([int(i)])
+    m = len(rows_of)
+    pred = packed_max_pred(max_pred, max_pairs)
+    out = {
+        "input_ids": np.zeros((m, seq_len), fields["input_ids"].dtype),
+        "segment_ids": np.zeros((m, seq_len), np.uint8),
+        "lengths": np.zeros(m, np.uint16),
+        "mlm_positions": np.zeros((m, pred), np.uint16),
+        "mlm_ids": np.zeros((m, pred), np.uint16),
+        "mlm_count": np.zeros(m, np.uint8),
+        "nsp_labels": np.full((m, max_pairs), NO_PAIR, np.uint8),
+        "pair_starts": np.zeros((m, max_pairs), np.uint16),
+        "pair_lengths": np.zeros((m, max_pairs), np.uint16),
+    }
+    out["input_ids"][:] = pad
+    for r, members in enumerate(rows_of):
+        start = 0
+        k = 0
+        for slot, i in enumerate(members):
+            length = lengths[i]
+            out["input_ids"][r, start:start + length] = fields["input_ids"][i, :length]
+            out["segment_ids"][r, start:start + length] = fields["segment_ids"][i, :length]
+            c = int(fields["mlm_count"][i])
+            out["mlm_positions"][r, k:k + c] = fields["mlm_positions"][i, :c] + start
+            out["mlm_ids"][r, k:k + c] = fields["mlm_ids"][i, :c]
+            k += c
+            out["nsp_labels"][r, slot] = fields["nsp_labels"][i]
+            out["pair_starts"][r, slot] = start
+            out["pair_lengths"][r, slot] = length
+            start += length
+        out["lengths"][r] = start
+        out["mlm_count"][r] = k
+    return out
+
+
+def padding_fraction(lengths: np.ndarray, seq_len: int) -> float:
+    """Share of the token slots that are padding."""
+    slots = len(lengths) * seq_len
+    return 1.0 - float(lengths.astype(np.int64).sum()) / slots if slots else 0.0
+
+
 # --------------------------------------------------------------------------------------------------- files
 
 
@@ -223,10 +301,10 @@ def _atomic_save(path: Path, array: np.ndarray) -> None:
 
 
 def write_shard(phase_dir: str | os.PathLike[str], name: str, fields: dict[str, np.ndarray]) -> int:
-    """Write one shard's seven `.npy` files; returns its record count."""
+    """Write one shard's `.npy` files (seven, nine when packed); returns its record count."""
     folder = Path(phase_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    for field in FIELDS:
+    for field in PACKED_FIELDS if "pair_starts" in fields else FIELDS:
         _atomic_save(folder / f"{name}.{field}.npy", fields[field])
     return int(fields["lengths"].shape[0])
 
@@ -239,12 +317,13 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
 
 
 def write_meta(phase_dir: str | os.PathLike[str], phase: Phase, vocab_size: int, vocab_sha256: str,
-               shards: Sequence[tuple[str, int]], source_sha256: str, dupe_factor: int, seed: int) -> dict:
+               shards: Sequence[tuple[str, int]], source_sha256: str, dupe_factor: int, seed: int,
+               packed: bool = False, padding: float | None = None) -> dict:
     """Write `meta.json` of one phase listing `shards` (name, count) in reading order."""
     meta = {
         "format": FORMAT,
         "seq_len": phase.seq_len,
-        "max_pred": phase.max_pred,
+        "max_pred": packed_max_pred(phase.max_pred) if packed else phase.max_pred,
         "vocab_size": vocab_size,
         "vocab_sha256": vocab_sha256,
         "shards": [{"name": name, "count": int(count)} for name, count in shards],
@@ -253,5 +332,9 @@ def write_meta(phase_dir: str | os.PathLike[str], phase: Phase, vocab_size: int,
         "dupe_factor": dupe_factor,
         "seed": seed,
     }
+    if packed:
+        meta.update(packed=True, max_pairs=MAX_PAIRS)
+    if padding is not None:
+        meta["padding_fraction"] = round(padding, 4)
     atomic_write_text(Path(phase_dir) / "meta.json", json.dumps(meta, indent=1) + "\n")
     return meta

@@ -69,7 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="auto = bf16 autocast on GPU, fp32 on CPU")
     p.add_argument("--compile", default="auto", choices=("auto", "none", "default", "max-autotune-no-cudagraphs"),
                    help="torch.compile mode (auto = default on GPU, none on CPU)")
-    p.add_argument("--attn", default="sdpa", choices=("sdpa", "eager"))
+    p.add_argument("--encoder", default="own", choices=("own", "hf"),
+                   help="own = the project's fused encoder (sccnlp.bert.encoder, bf16 over fp32 master weights); "
+                        "hf = transformers' BertForPreTraining modules under autocast (the old path)")
+    p.add_argument("--attn", default="sdpa", choices=("sdpa", "eager"), help="attention of --encoder hf")
     p.add_argument("--full-head", action="store_true",
                    help="run the MLM head on every position like stock BertForPreTraining (slow; for comparison)")
     p.add_argument("--pad-multiple", type=int, default=0,
@@ -189,11 +192,30 @@ class Trainer:
             torch.backends.cudnn.allow_tf32 = True
 
         # model
+        self.packed = bool(meta is not None and meta.packed)
+        self.own = args.encoder == "own"
+        if self.packed and not self.own:
+            raise SccError(f"{args.data_dir} holds packed rows (several pairs a row): they need --encoder own "
+                           "(the default); --encoder hf reads unpacked shards only")
+        if args.full_head and self.own:
+            raise SccError("--full-head is a setting of the old path: add --encoder hf")
         self.config = bmodel.build_config(args.model, self.vocab_size, self.seq_len, args.dropout, args.attn,
                                           args.attn_dropout)
+        mode = args.compile if args.compile != "auto" else ("default" if self.is_cuda else "none")
+        self.compile_mode = mode
+        if mode != "none":
+            for knob in ("recompile_limit", "cache_size_limit"):
+                if hasattr(torch._dynamo.config, knob):
+                    setattr(torch._dynamo.config, knob, 64)
         torch.manual_seed(args.seed)  # identical initial weights on every rank
         with torch.device(self.device):  # initialise on the GPU: seconds instead of a minute for BERT-large
-            self.model = bmodel.build_model(self.config, full_head=args.full_head)
+            if self.own:
+                from sccnlp.bert.encoder import BertPretrainer
+
+                self.model = BertPretrainer(self.config, torch.bfloat16 if self.amp else torch.float32,
+                                            compile_mode=mode)
+            else:
+                self.model = bmodel.build_model(self.config, full_head=args.full_head)
         torch.manual_seed(seed)
         self.param_names = {p: n for n, p in self.model.named_parameters()}
         self.flops_per_token = bmodel.flops_per_token(self.config, self.seq_len)
@@ -207,12 +229,7 @@ class Trainer:
             self.ddp = DistributedDataParallel(self.model, device_ids=[self.device] if self.is_cuda else None,
                                                bucket_cap_mb=100, gradient_as_bucket_view=True)
             fwd_module = self.ddp
-        mode = args.compile if args.compile != "auto" else ("default" if self.is_cuda else "none")
-        self.compile_mode = mode
-        if mode != "none":
-            for knob in ("recompile_limit", "cache_size_limit"):
-                if hasattr(torch._dynamo.config, knob):
-                    setattr(torch._dynamo.config, knob, 64)
+        if mode != "none" and not self.own:  # the own encoder compiles its layer function itself
             self.forward = torch.compile(fwd_module, mode=None if mode == "default" else mode, dynamic=False)
         else:
             self.forward = fwd_module
@@ -226,6 +243,13 @@ class Trainer:
                                                       backward_passes_per_step=self.accum)
         self.scheduler = build_scheduler(self.optimizer, args.steps, args.warmup, args.poly_power)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
+        # device-side record of non-finite gradients, read every log interval (no host sync a step)
+        self._bad_seen = torch.zeros((), dtype=torch.bool, device=self.device)
+        self._bad_step = torch.zeros((), dtype=torch.long, device=self.device)
+        self._bad_mask = torch.zeros(len(self.params), dtype=torch.bool, device=self.device)
+        self._skipped_dev = torch.zeros((), dtype=torch.long, device=self.device)
+        self._window_tokens = 0
+        self._window_masked = 0
 
         # data loader
         if meta is not None:
@@ -278,7 +302,7 @@ class Trainer:
                 for k, v in batch.items()}
 
     def _autocast(self) -> Any:
-        if self.amp:
+        if self.amp and not self.own:
             return self.torch.autocast("cuda", dtype=self.torch.bfloat16)
         return contextlib.nullcontext()
 
@@ -286,14 +310,22 @@ class Trainer:
         torch = self.torch
         batch = self._to_device(batch)
         ids = batch["input_ids"]
-        mask = None
-        if not batch["full"]:
-            mask = (torch.arange(ids.size(1), device=ids.device)[None, :] < batch["lengths"][:, None]).long()
+        self._window_tokens += int(batch.get("real_tokens", ids.numel()))
+        self._window_masked += int(batch.get("masked", 0))
         ctx = self.ddp.no_sync() if (self.ddp is not None and not sync) else contextlib.nullcontext()
         with ctx:
-            with self._autocast():
-                loss, mlm, nsp = self.forward(ids, batch["token_type_ids"], mask, batch["mlm_positions"],
-                                              batch["mlm_labels"], batch["nsp_labels"])
+            if self.own:
+                loss, mlm, nsp = self.forward(ids, batch["token_type_ids"], batch["mlm_positions"],
+                                              batch["mlm_labels"], batch["nsp_labels"],
+                                              pair_ids=batch.get("pair_ids"), position_ids=batch.get("position_ids"),
+                                              pair_starts=batch.get("pair_starts"))
+            else:
+                mask = None
+                if not batch["full"]:
+                    mask = (torch.arange(ids.size(1), device=ids.device)[None, :] < batch["lengths"][:, None]).long()
+                with self._autocast():
+                    loss, mlm, nsp = self.forward(ids, batch["token_type_ids"], mask, batch["mlm_positions"],
+                                                  batch["mlm_labels"], batch["nsp_labels"])
             (loss / self.accum).backward()
         return loss.detach(), mlm, nsp
 
@@ -303,9 +335,11 @@ class Trainer:
                 if p.grad is not None and not bool(torch.isfinite(p.grad).all())]
 
     def train_step(self, batches: Sequence[dict[str, Any]]) -> tuple[Any, Any, Any, bool]:
-        """One optimizer step over `accum` micro-batches. Returns (loss, mlm, nsp) device tensors and whether the
-        step was applied (False when skipped for a non-finite gradient)."""
-        from sccnlp.bert.optim import clip_by_norm, grad_global_norm
+        """One optimizer step over `accum` micro-batches, with no host synchronisation: a non-finite gradient is
+        recorded on the device (which step, which parameters) and the optimizer skips the step there
+        (`found_inf`); `check_nonfinite()` reads the record every log interval. Returns (loss, mlm, nsp) device
+        tensors and True (whether the step was applied is known only at the next check)."""
+        from sccnlp.bert.optim import clip_by_norm, grad_norms
 
         torch = self.torch
         losses = [self._micro_step(b, sync=(i == len(batches) - 1)) for i, b in enumerate(batches)]
@@ -313,27 +347,21 @@ class Trainer:
         mlm = torch.stack([x[1] for x in losses]).mean()
         nsp = torch.stack([x[2] for x in losses]).mean()
         if self.comm.hvd is not None:
-            self.optimizer.synchronize()
+            self.optimizer.synchronize()  # type: ignore[attr-defined]
         grads = [p.grad for p in self.params if p.grad is not None]
-        total = grad_global_norm(grads)
-        if not bool(torch.isfinite(total)):  # the one host sync a step; per-parameter scan only on failure
-            bad = self.nonfinite_params()
-            what = bad[0] if bad else "(no single parameter: the norm overflowed)"
-            more = f" and {len(bad) - 1} more ({', '.join(bad[1:4])}{', ...' if len(bad) > 4 else ''})" \
-                if len(bad) > 1 else ""
-            msg = (f"non-finite gradient at step {self.step + 1}: {what}{more}; loss={float(loss):.4g}")
-            if self.args.nan_policy == "stop":
-                self.log(msg + "; stopping (use --nan-policy skip to skip such steps, or lower --lr)",
-                         all_ranks=True)
-                raise NonFiniteGradient(msg)
-            self.log(msg + "; step skipped (--nan-policy skip)", all_ranks=True)
-            self.optimizer.zero_grad(set_to_none=True)
-            self.skipped += 1
-            self.step += 1
-            return loss, mlm, nsp, False
+        norms = grad_norms(grads)
+        total = torch.linalg.vector_norm(norms)
+        bad = ~torch.isfinite(norms)
+        found = bad.any()
+        if len(grads) == len(self.params):
+            self._bad_mask = torch.where(self._bad_seen, self._bad_mask, bad)
+        self._bad_step = torch.where(self._bad_seen, self._bad_step, self.step + 1)
+        self._bad_seen = self._bad_seen | found
+        self._skipped_dev += found.long()
         clip_by_norm(grads, total, self.args.max_grad_norm)
+        self.optimizer.found_inf = found.float()  # type: ignore[attr-defined]
         if self.comm.hvd is not None:
-            with self.optimizer.skip_synchronize():
+            with self.optimizer.skip_synchronize():  # type: ignore[attr-defined]
                 self.optimizer.step()
         else:
             self.optimizer.step()
@@ -341,6 +369,27 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
         return loss, mlm, nsp, True
+
+    def check_nonfinite(self, loss: Any = None) -> None:
+        """Read the device record of non-finite gradients (one sync, at a log interval); stop or report."""
+        if not bool(self._bad_seen):
+            return
+        names = [self.param_names[p] for p, b in zip(self.params, self._bad_mask.tolist()) if b]
+        step = int(self._bad_step)
+        skipped = int(self._skipped_dev)
+        new = skipped - self.skipped
+        self.skipped = skipped
+        what = names[0] if names else "(no single parameter: the norm overflowed)"
+        more = f" and {len(names) - 1} more ({', '.join(names[1:4])}{', ...' if len(names) > 4 else ''})" \
+            if len(names) > 1 else ""
+        loss_s = f"; loss={float(loss):.4g}" if loss is not None else ""
+        msg = f"non-finite gradient at step {step}: {what}{more}{loss_s}"
+        if self.args.nan_policy == "stop":
+            self.log(msg + "; stopping (use --nan-policy skip to skip such steps, or lower --lr)", all_ranks=True)
+            raise NonFiniteGradient(msg)
+        self.log(msg + f"; step skipped (--nan-policy skip; {new} step(s) skipped since the last report)",
+                 all_ranks=True)
+        self._bad_seen = self.torch.zeros_like(self._bad_seen)
 
     # ---------------------------------------------------------------------------------------------- checkpoints
 
@@ -444,14 +493,20 @@ class Trainer:
     def _record(self, step_losses: list[tuple[Any, Any, Any]], seconds: float, steps: int) -> dict[str, Any]:
         torch = self.torch
         stacked = torch.stack([torch.stack(x) for x in step_losses]).float().mean(0).tolist()
+        from sccnlp.bert.model import step_flops
+
         seqs = steps * self.global_batch
         seq_s = seqs / seconds if seconds > 0 else 0.0
         per_gpu = seq_s / self.world
-        mfu = per_gpu * self.seq_len * self.flops_per_token / self.peak if self.peak else None
+        tokens, masked = self._window_tokens, self._window_masked  # this rank's real (non-padding) tokens
+        self._window_tokens = self._window_masked = 0
+        flops = step_flops(self.config, self.seq_len, tokens, masked)
+        mfu = flops / seconds / self.peak if self.peak and seconds > 0 else None
         mem = torch.cuda.max_memory_allocated(self.device) / 2**30 if self.is_cuda else None
         return {"step": self.step, "loss": stacked[0], "mlm": stacked[1], "nsp": stacked[2],
                 "lr": self.scheduler.get_last_lr()[0], "seq_per_s": seq_s, "seq_per_s_gpu": per_gpu, "mfu": mfu,
-                "tok_per_s": seq_s * self.seq_len, "mem_gib": mem, "skipped": self.skipped, "time": time.time(),
+                "tok_per_s": tokens * self.world / seconds if seconds > 0 else 0.0, "mem_gib": mem,
+                "skipped": self.skipped, "time": time.time(),
                 "world_size": self.world, "global_batch": self.global_batch}
 
     def sync(self) -> None:
@@ -463,7 +518,8 @@ class Trainer:
                 f"seq_len={self.seq_len} max_pred={self.max_pred} vocab={self.vocab_size} ranks={self.world} "
                 f"batch/gpu={self.args.batch_size} accum={self.accum} global_batch={self.global_batch} "
                 f"optimizer={self.args.optimizer} precision={'bf16' if self.amp else 'fp32'} "
-                f"compile={self.compile_mode} attn={self.args.attn} backend={self.args.backend}/"
+                f"compile={self.compile_mode} encoder={self.args.encoder} packed={self.packed} "
+                f"backend={self.args.backend}/"
                 f"{'nccl' if self.is_cuda else 'gloo'} device={self.device} "
                 f"data={'synthetic' if self.args.synthetic else self.args.data_dir} "
                 f"flops/token={self.flops_per_token:.3g}")
@@ -501,6 +557,7 @@ class Trainer:
             if self.guard is not None:
                 self.guard.step = self.step
             if self.step % args.log_interval == 0 or self.step == args.steps:
+                self.check_nonfinite(loss)
                 self.sync()
                 now = time.perf_counter()
                 rec = self._record(window, now - t0, self.step - window_start_step)
@@ -523,9 +580,11 @@ class Trainer:
                     t0, window_start_step = time.perf_counter(), self.step
                     continue
             if args.ckpt_interval and self.step % args.ckpt_interval == 0 and self.step < args.steps:
+                self.check_nonfinite()  # never checkpoint weights a non-finite step touched unseen
                 self.save_checkpoint()
                 self.last_ckpt = time.monotonic()
                 t0, window_start_step = time.perf_counter(), self.step
+        self.check_nonfinite()
         if self.output_dir is not None and not (self.output_dir / f"ckpt-{self.step}.pt").exists():
             self.save_checkpoint()
         self.log(f"done: step={self.step} skipped={self.skipped}")

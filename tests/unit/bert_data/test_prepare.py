@@ -148,3 +148,24 @@ def test_shards_stage_without_init_says_what_to_run(tmp_path: Path, capsys: pyte
     err = _fail(capsys, "shards", "--data-dir", str(tmp_path), "--node-index", "0", "--num-nodes", "1")
     assert "prepare.json is missing" in err and "init" in err
     os.environ.pop("TOKENIZERS_PARALLELISM", None)
+
+
+def test_packed_preparation_has_less_padding(real_corpus: Path, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """`--pack`: several whole pairs a row, every pair kept, the summary prints the padding fraction."""
+    common = ["--corpus", str(real_corpus), *ARGS, "--workers", "1", "--partitions", "1"]
+    plain = _run(capsys, "run", *common, "--out-root", str(tmp_path / "u"))
+    packed = _run(capsys, "run", *common, "--out-root", str(tmp_path / "p"), "--pack")
+    assert plain["data_dir"] != packed["data_dir"] and packed["packed"] is True
+    for phase in ("phase1_seq128", "phase2_seq512"):
+        assert 0.0 < packed["padding_fraction"][phase] < plain["padding_fraction"][phase]
+        assert packed["records"][phase] < plain["records"][phase]
+        u, p = ShardSet(Path(plain["data_dir"]) / phase), ShardSet(Path(packed["data_dir"]) / phase)
+        assert p.meta.packed and p.meta.max_pairs == 8 and p.meta.max_pred == u.meta.max_pred + 8
+        ur, pr = u.take(np.arange(len(u))), p.take(np.arange(len(p)))
+        pairs = pr["pair_lengths"][pr["pair_lengths"] > 0]
+        assert sorted(pairs.tolist()) == sorted(ur["lengths"].tolist())  # every pair, whole
+        assert (pr["pair_lengths"].astype(int).sum(1) == pr["lengths"]).all()
+        assert int(pr["mlm_count"].astype(int).sum()) == int(ur["mlm_count"].astype(int).sum())
+        seq = u.meta.seq_len
+        assert plain["padding_fraction"][phase] == pytest.approx(1 - ur["lengths"].sum() / (len(u) * seq), abs=1e-4)

@@ -30,8 +30,8 @@ elif [ "$#" -eq 0 ] && [ "$group" = real ]; then
          "real512p:bert-large:512:64:30:8:--data-dir,@P512@:--profile,@OUT@/profile_real512p.txt" \
          "real128u:bert-large:128:256:30:8:--data-dir,@U128@" \
          "real128p:bert-large:128:256:30:8:--data-dir,@P128@" \
-         "curve_new:bert-large:128:256:200:1:--data-dir,@U128@:--curve,@OUT@/curve_new.json" \
-         "curve_old:bert-large:128:256:200:1:--data-dir,@U128@,--encoder,hf:--curve,@OUT@/curve_old.json"
+         "curve_new:bert-large:128:256:200:1:--data-dir,@U128@:--curve,@OUT@/losses_new.json" \
+         "curve_old:bert-large:128:256:200:1:--data-dir,@U128@,--encoder,hf:--curve,@OUT@/losses_old.json"
 fi
 PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$(pwd)"
 export PYTHONPATH PYTHONUNBUFFERED=1

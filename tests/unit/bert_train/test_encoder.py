@@ -159,7 +159,7 @@ def test_packed_rows_give_the_same_per_pair_losses(tmp_path: Path) -> None:
 def test_new_encoder_trains_no_worse_than_the_old_path(shard_dir: Path, tmp_path: Path, capsys) -> None:
     """Same data, seed and steps: the final loss of the new encoder is no worse than the old path's (+0.05)."""
     base = ["--model", "bert-tiny", "--batch-size", "16", "--optimizer", "adamw", "--lr", "3e-3", "--warmup", "3",
-            "--dropout", "0", "--compile", "none", "--log-interval", "10", "--steps", "40",
+            "--dropout", "0", "--compile", "none", "--log-interval", "10", "--steps", "30",
             "--data-dir", str(shard_dir), "--resume", "none"]
     rc_new, out_new, _ = run_train([*base, "--encoder", "own"], capsys)
     rc_old, out_old, _ = run_train([*base, "--encoder", "hf"], capsys)

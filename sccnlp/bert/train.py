@@ -347,7 +347,7 @@ class Trainer:
         mlm = torch.stack([x[1] for x in losses]).mean()
         nsp = torch.stack([x[2] for x in losses]).mean()
         if self.comm.hvd is not None:
-            self.optimizer.synchronize()  # type: ignore[attr-defined]
+            self.optimizer.synchronize()
         grads = [p.grad for p in self.params if p.grad is not None]
         norms = grad_norms(grads)
         total = torch.linalg.vector_norm(norms)
@@ -359,9 +359,9 @@ class Trainer:
         self._bad_seen = self._bad_seen | found
         self._skipped_dev += found.long()
         clip_by_norm(grads, total, self.args.max_grad_norm)
-        self.optimizer.found_inf = found.float()  # type: ignore[attr-defined]
+        self.optimizer.found_inf = found.float()
         if self.comm.hvd is not None:
-            with self.optimizer.skip_synchronize():  # type: ignore[attr-defined]
+            with self.optimizer.skip_synchronize():
                 self.optimizer.step()
         else:
             self.optimizer.step()

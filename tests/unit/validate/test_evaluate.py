@@ -56,3 +56,15 @@ def test_main_prints_failures(tmp_path, capsys):
     src.write_text(json.dumps(_spec(tmp_path, "node-2", 700.1)))
     main([str(src), str(out)])
     assert "FAIL node-2: gemm_bf16_tflops 700.1 < floor 720" in capsys.readouterr().out
+
+
+def test_main_prints_cluster_failures_apart(tmp_path, capsys):
+    # The role fails the nodes a cluster check names, not the first node that ran it: it tells them apart by prefix.
+    spec = _spec(tmp_path, "node-1")
+    spec["cluster"]["measurements"] = [{"name": "shared_storage_visible", "value": 2, "floor": 3, "unit": "nodes",
+                                        "detail": "not seen by node-2"}]
+    src, out = tmp_path / "in.json", tmp_path / "out.json"
+    src.write_text(json.dumps(spec))
+    main([str(src), str(out)])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["FAIL CLUSTER node-1: shared_storage_visible 2 < floor 3 (not seen by node-2)"]

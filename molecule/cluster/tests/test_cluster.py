@@ -1,46 +1,19 @@
-"""What a person checks by hand on a freshly wired 3-node cluster (molecule scenario `cluster`).
-
-The nodes are reached with testinfra's docker backend by container name: the scenario's inventory sets
-ansible_host to the management IP (what /etc/hosts and the SSH trust are built from), which testinfra's ansible
-backend would take for the container name.
-"""
+"""What a person checks by hand on a freshly wired cluster (molecule scenario `cluster`, eight nodes)."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-import testinfra
-import yaml
+from conftest import ENV_FILE, HOSTFILE, MOUNTPOINT, REPO_ROOT, platforms, playbook, write_inventory
 
-SCENARIO_DIR = Path(os.environ.get("MOLECULE_SCENARIO_DIRECTORY", Path(__file__).resolve().parents[1]))
-REPO_ROOT = SCENARIO_DIR.parents[1]
-MOUNTPOINT = "/mnt/cpfs"
-HOSTFILE = "/etc/scc/mpihosts"
-ENV_FILE = "/etc/scc/scc.env"
-
-
-def _platforms() -> dict[str, str]:
-    """Node name -> management IP, from the scenario's own definition."""
-    molecule = yaml.safe_load((SCENARIO_DIR / "molecule.yml").read_text())
-    return {p["name"]: p["networks"][0]["ipv4_address"] for p in molecule["platforms"]}
-
-
-NODES = _platforms()
+NODES = {name: p["networks"][0]["ipv4_address"] for name, p in platforms().items()}
 NAMES = list(NODES)
 PAIRS = [(a, b) for a in NAMES for b in NAMES if a != b]
 
-
-@pytest.fixture(scope="module")
-def hosts() -> dict[str, testinfra.host.Host]:
-    return {name: testinfra.get_host(f"docker://{name}") for name in NAMES}
 
 
 @pytest.mark.parametrize(("src", "dst"), PAIRS)
@@ -183,77 +156,14 @@ def test_local_facts_record_the_setup(hosts):
         assert openmpi["version"] == "4.1.4"
 
 
-def _inventory(tmp_path: Path, extra_hosts: dict[str, dict] | None = None) -> Path:
-    """The scenario's inventory (nodes, host and group vars) plus extra hosts, as a static inventory."""
-    inv = tmp_path / "inventory"
-    (inv / "group_vars").mkdir(parents=True)
-    (inv / "group_vars/scc_cluster.yml").write_text(
-        (SCENARIO_DIR / "inventory/group_vars/scc_cluster.yml").read_text())
-    hosts = {name: {"ansible_connection": "community.docker.docker", "ansible_host": ip, "ansible_docker_host": name}
-             for name, ip in NODES.items()}
-    hosts.update(extra_hosts or {})
-    (inv / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": {"scc_cluster": {"hosts": hosts}}}}))
-    return inv
-
-
-def _tool(name: str) -> str:
-    """An Ansible command from the environment running these tests (the project's .venv), else from PATH."""
-    local = Path(sys.executable).parent / name
-    found = str(local) if local.exists() else shutil.which(name)
-    assert found, f"{name} is not installed next to {sys.executable} nor on PATH"
-    return found
-
-
-def _playbook(inv: Path, playbook: str, *args: str) -> subprocess.CompletedProcess[str]:
-    # One known output format whatever molecule's environment sets (its ansible.cfg, callbacks).
-    env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default",
-           "ANSIBLE_CALLBACK_RESULT_FORMAT": "json", "ANSIBLE_CALLBACK_FORMAT_PRETTY": "false",
-           "ANSIBLE_DISPLAY_FAILED_STDERR": "false"}
-    cmd = [_tool("ansible-playbook"), "-i", str(inv),
-           str(REPO_ROOT / "playbooks" / playbook), *args]
-    return subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1200, check=False)
-
-
-def _failures(output: str) -> list[tuple[str, dict]]:
-    """(host, result) of every `fatal: [host]: FAILED! => {...}` line, the JSON read whole even over several lines."""
-    decoder = json.JSONDecoder()
-    found = []
-    for m in re.finditer(r"^fatal: \[(\S+)\]: FAILED! => ", output, re.M):
-        result, _unused = decoder.raw_decode(output, m.end())
-        found.append((m.group(1), result))
-    return found
-
-
-def _recap(output: str) -> dict[str, dict[str, int]]:
-    rows = re.findall(r"^(\S+)\s+:\s+((?:\w+=\d+\s*)+)$", output, re.M)
-    return {host: {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", counts)} for host, counts in rows}
-
-
-def test_unreachable_node_does_not_stop_the_others(tmp_path):
-    # A 4th node whose container does not exist: the others finish (check mode: nothing changes on them), and the
-    # recap names it as unreachable.
-    inv = _inventory(tmp_path, {"clu-node4": {"ansible_connection": "community.docker.docker",
-                                              "ansible_host": "10.91.0.14", "ansible_docker_host": "clu-node4"}})
-    run = _playbook(inv, "cluster.yml", "--check")
-    recap = _recap(run.stdout)
-    assert run.returncode == 4, run.stdout[-3000:] + run.stderr
-    assert recap["clu-node4"]["unreachable"] == 1
-    for name in NAMES:
-        assert recap[name]["failed"] == 0 and recap[name]["unreachable"] == 0, recap
-    # The others ran to the end of the play.
-    last = run.stdout[run.stdout.rindex("Record the Open MPI installation as a local fact"):]
-    assert all(f"[{name}]" in last.split("PLAY RECAP")[0] for name in NAMES)
-
-
 def test_unreachable_mount_source_fails_with_mount_error_and_fstab_untouched(tmp_path, hosts):
-    inv = _inventory(tmp_path)
+    inv = write_inventory(tmp_path, NODES)
     before = hosts[NAMES[1]].file("/etc/fstab").content_string
-    run = _playbook(inv, "storage.yml", "--limit", NAMES[1], "-e", "cpfs_client_glusterfs_volume=clu-node1:/nosuchvol",
-                    "-e", "scc_shared_dir=/mnt/clu-bad")
-    assert run.returncode == 2, run.stdout[-3000:]
-    failures = _failures(run.stdout + "\n" + run.stderr)
-    assert [h for h, _unused in failures] == [NAMES[1]], run.stdout[-3000:] + run.stderr[-3000:]
-    msg = failures[0][1]["msg"]
+    run = playbook(inv, "storage.yml", "--limit", NAMES[1], "-e", "cpfs_client_glusterfs_volume=clu-node1:/nosuchvol",
+                   "-e", "scc_shared_dir=/mnt/clu-bad")
+    assert run.rc == 2, run.tail()
+    assert [h for h, _unused in run.failures] == [NAMES[1]], run.tail()
+    msg = run.failures[0][1]["msg"]
     assert "cannot mount clu-node1:/nosuchvol (glusterfs, cpfs_client_glusterfs_volume)" in msg
     assert re.search(r"Mounting glusterfs on /tmp/scc-cpfs-probe\.\w+ failed", msg)  # the mount's own error
     assert "/etc/fstab was not changed" in msg and "Fix:" in msg

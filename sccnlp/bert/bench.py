@@ -125,7 +125,7 @@ def profile(trainer: Any, batches: Any, path: str) -> None:
     from torch.profiler import profile as tprofile
 
     with tprofile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for _ in range(3):
+        for _unused in range(3):
             trainer.train_step(batches())
         trainer.sync()
     table = prof.key_averages().table(sort_by="cuda_time_total", row_limit=30, max_name_column_width=90)

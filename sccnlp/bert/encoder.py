@@ -113,7 +113,7 @@ class _Encoder(nn.Module):
     def __init__(self, cfg: Any) -> None:
         super().__init__()
         self.layer = nn.ModuleList(Layer(cfg.hidden_size, cfg.intermediate_size, cfg.layer_norm_eps)
-                                   for _ in range(cfg.num_hidden_layers))
+                                   for _unused in range(cfg.num_hidden_layers))
 
 
 class _Embeddings(nn.Module):
@@ -251,4 +251,3 @@ class BertPretrainer(nn.Module):
         mlm_loss = mlm.sum() / n_mlm
         nsp_loss = nsp.sum() / n_nsp
         return mlm_loss + nsp_loss, mlm_loss.detach(), nsp_loss.detach()
-

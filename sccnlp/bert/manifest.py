@@ -92,7 +92,7 @@ def verify(data_dir: str | os.PathLike[str], phase_dirname: str, phase: int, ful
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sccnlp.bert.manifest", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m sccnlp.bert.manifest", description=__doc__.split("\n", maxsplit=1)[0])
     sub = p.add_subparsers(dest="command", required=True)
     v = sub.add_parser("verify", help="check a phase's shard files against the manifest")
     v.add_argument("--data-dir", required=True)

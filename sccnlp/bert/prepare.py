@@ -288,7 +288,7 @@ def finalize(data_dir: str | os.PathLike[str], num_nodes: int = 0) -> dict[str, 
         shards = [(r["phases"][str(number)]["name"], r["phases"][str(number)]["count"]) for r in records]
         shards = [s for s in shards if s[1] > 0]
         tokens_real = sum(r["phases"][str(number)].get("tokens", 0) for r in records)
-        rows = sum(c for _, c in shards)
+        rows = sum(c for _unused, c in shards)
         pad = 1.0 - tokens_real / (rows * phase.seq_len) if rows and tokens_real else None
         meta = bshards.write_meta(folder / phase.dirname, phase, len(tokens), vocab_sha, shards,
                                   settings.corpus_sha256, settings.dupe_factor, settings.seed,

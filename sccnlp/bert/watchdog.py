@@ -272,6 +272,7 @@ def first_failure(beats: Sequence[dict[str, Any]], lost: dict[str, Any] | None, 
     on_lost_node = [b for b in beats if lost_daemons and (b.get("host") in lost_daemons or
                                                           node(int(b.get("rank", -1)), "") in lost_daemons)]
     first: dict[str, Any] | None = None
+    how = ""
     if lost is not None:
         rank = int(lost["rank"])
         beat = next((b for b in beats if int(b.get("rank", -1)) == rank), {})
@@ -329,7 +330,7 @@ def report_line(result: dict[str, Any]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sccnlp.bert.watchdog", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m sccnlp.bert.watchdog", description=__doc__.split("\n", maxsplit=1)[0])
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("report", help="after mpirun: name the rank and node that stopped first")
     r.add_argument("--heartbeat-dir", required=True)

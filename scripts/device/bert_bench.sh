@@ -46,7 +46,7 @@ fi
   echo "launch: ${launch[*]:-(no mpirun: plain python3)} group: $group"
 } 2>&1 | tee "$out/log.txt"
 start=$(date +%s)
-U128= P128= U512= P512=
+U128='' P128='' U512='' P512=''
 if [ "$group" = real ]; then
   corpus="${CORPUS:?the real group needs CORPUS=<corpus file or .gz>}"
   if [[ "$corpus" == *.gz ]]; then gunzip -c "$corpus" >/tmp/bert-corpus.txt; corpus=/tmp/bert-corpus.txt; fi

@@ -15,7 +15,6 @@ NAMES = list(NODES)
 PAIRS = [(a, b) for a in NAMES for b in NAMES if a != b]
 
 
-
 @pytest.mark.parametrize(("src", "dst"), PAIRS)
 def test_every_node_resolves_every_other_node(hosts, src, dst):
     out = hosts[src].check_output(f"getent hosts {dst}")

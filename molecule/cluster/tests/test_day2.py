@@ -85,5 +85,3 @@ def test_validation_blames_the_node_without_the_shared_storage(tmp_path, hosts):
     report = json.loads((tmp_path / "report/fragments" / f"{NAMES[0]}.json").read_text())
     seen = next(c for c in report["cluster"]["checks"] if c["name"] == "shared_storage_visible")
     assert seen["status"] == "fail" and f"not seen (same size) by {node}" in seen["detail"], seen
-
-

@@ -122,7 +122,7 @@ class Client:
 
     def finish(self, timeout: float) -> int:
         assert self.proc.stderr is not None
-        _, self.err = self.proc.communicate(timeout=timeout)
+        _unused, self.err = self.proc.communicate(timeout=timeout)
         self._reader.join(timeout=5)
         return self.proc.returncode
 

@@ -36,10 +36,10 @@ def test_every_shard_file_is_recorded_and_verifies(data_dir: Path, capsys: pytes
     one = data_dir / "phase1_seq128" / "shard-p00001.input_ids.npy"
     assert files[one.name] == {"size": one.stat().st_size, "sha256": manifest.sha256_file(one),
                                "mtime_ns": one.stat().st_mtime_ns}
-    rc, out, _ = _verify(capsys, data_dir)
+    rc, out, _unused = _verify(capsys, data_dir)
     assert rc == 0 and json.loads(out) == {"data_dir": str(data_dir), "phase": 1, "files": 14, "hashed": 0,
                                            "unrecorded_partitions": []}
-    rc, out, _ = _verify(capsys, data_dir, "--full")
+    rc, out, _unused = _verify(capsys, data_dir, "--full")
     assert rc == 0 and json.loads(out)["hashed"] == 14
 
 
@@ -56,8 +56,8 @@ def test_a_bad_shard_is_named_with_the_fix(data_dir: Path, capsys: pytest.Captur
         shard.unlink()
     rc, out, err = _verify(capsys, data_dir)
     assert rc == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err
-    assert f"shard phase1_seq128/{shard.name} of {data_dir} is " + ("missing" if damage == "delete" else
-                                                                      "corrupted") in err
+    state = "missing" if damage == "delete" else "corrupted"
+    assert f"shard phase1_seq128/{shard.name} of {data_dir} is {state}" in err
     why = {"overwrite": "differs from the manifest", "truncate": "the manifest says", "delete": "missing"}[damage]
     assert why in err
     assert "delete parts/part-00001.json and .complete there, then run the same command again: partition 1 is " \
@@ -87,5 +87,5 @@ def test_data_prepared_before_the_manifest_is_accepted_and_reported(data_dir: Pa
     record = json.loads(part.read_text())
     del record["phases"]["1"]["files"]
     part.write_text(json.dumps(record))
-    rc, out, _ = _verify(capsys, data_dir)
+    rc, out, _unused = _verify(capsys, data_dir)
     assert rc == 0 and json.loads(out)["unrecorded_partitions"] == [0] and json.loads(out)["files"] == 7

@@ -39,7 +39,7 @@ def _inputs(seed: int = 0) -> dict[str, torch.Tensor]:
     ids = torch.randint(5, VOCAB, (b, s), generator=g)
     cols = torch.arange(s)[None, :]
     ids[cols >= lengths[:, None]] = 0
-    pos = torch.stack([torch.randperm(18, generator=g)[:p] + 1 for _ in range(b)]).sort(1).values
+    pos = torch.stack([torch.randperm(18, generator=g)[:p] + 1 for _unused in range(b)]).sort(1).values
     labels = torch.randint(5, VOCAB, (b, p), generator=g)
     labels[1, 3:] = -100  # fewer predictions in one row
     return {"ids": ids, "types": (cols >= 10).long().expand(b, -1), "lengths": lengths, "pos": pos,
@@ -161,8 +161,8 @@ def test_new_encoder_trains_no_worse_than_the_old_path(shard_dir: Path, tmp_path
     base = ["--model", "bert-tiny", "--batch-size", "16", "--optimizer", "adamw", "--lr", "3e-3", "--warmup", "3",
             "--dropout", "0", "--compile", "none", "--log-interval", "10", "--steps", "30",
             "--data-dir", str(shard_dir), "--resume", "none"]
-    rc_new, out_new, _ = run_train([*base, "--encoder", "own"], capsys)
-    rc_old, out_old, _ = run_train([*base, "--encoder", "hf"], capsys)
+    rc_new, out_new, _unused = run_train([*base, "--encoder", "own"], capsys)
+    rc_old, out_old, _unused = run_train([*base, "--encoder", "hf"], capsys)
     assert rc_new == rc_old == 0
     new, old = lines(out_new), lines(out_old)
     assert "encoder=own" in out_new and "encoder=hf" in out_old
@@ -175,7 +175,7 @@ def test_lamb_skips_a_flagged_step_on_the_device() -> None:
     p = torch.nn.Parameter(torch.randn(4, 3))
     q = torch.nn.Parameter(torch.randn(3))
     opt = Lamb([{"params": [p], "weight_decay": 0.01}, {"params": [q], "weight_decay": 0.0}], lr=0.1)
-    for _ in range(2):
+    for _unused in range(2):
         p.grad, q.grad = torch.randn(4, 3), torch.randn(3)
         opt.found_inf = torch.zeros(())  # type: ignore[attr-defined]
         opt.step()

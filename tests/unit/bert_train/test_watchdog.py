@@ -166,7 +166,7 @@ def test_lost_rank_stops_the_other_and_is_named(tmp_path: Path, how: str) -> Non
         _wait_for_step(tmp_path / "hb", 1, 3)
         os.kill(procs[1].pid, signal.SIGKILL if how == "kill" else signal.SIGSTOP)
         lost_at = time.monotonic()
-        _, err0 = procs[0].communicate(timeout=60)
+        _unused, err0 = procs[0].communicate(timeout=60)
         took = time.monotonic() - lost_at
     finally:
         for p in procs:

@@ -141,6 +141,9 @@ def _start_node(tb: Testbed, node: Node, image: str, network: str) -> None:
         "-v", f"{pip_cache}:/root/.cache/pip:rw",
         "--device", "/dev/fuse", "--cap-add", "SYS_ADMIN",
         "--label", f"sccnlp.testbed={tb.spec.name}",
+        # `systemctl reboot` in a node ends its systemd; Docker starts the container again (a real reboot of the
+        # node's userspace). `docker stop`/`kill` (a lost node in the tests) is not restarted.
+        "--restart", "unless-stopped",
     ]
     if tb.spec.wheel_dir and Path(tb.spec.wheel_dir).is_dir():
         args += ["-v", f"{tb.spec.wheel_dir}:{tb.spec.wheel_dir}:ro"]
@@ -198,6 +201,9 @@ def write_inventory(tb: Testbed) -> Path:
         "python36_pip_ca_bundle_src": tb.spec.ca_bundle,
         "python36_pip_find_links": [wheel_dir] if wheel_dir else [],
         "ib_check_required": False,
+        # A container's boot_id is the host's; systemd's start time changes on every container restart (a reboot:
+        # systemd exits, Docker's restart policy starts the container again).
+        "node_reboot_boot_time_command": "systemctl show -p UserspaceTimestampMonotonic --value",
     }
     inventory = {
         "all": {

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[3]
 PLAYBOOKS = ROOT / "playbooks"
 ANSIBLE_PLAYBOOK = Path(sys.executable).with_name("ansible-playbook")
 # Internal roles have no phases of their own; they run under the tags of the role that imports them.
-INTERNAL = {"nvidia_common"}
+INTERNAL = {"nvidia_common", "node_programs"}
 ROLES = sorted(p.name for p in (ROOT / "roles").iterdir()
                if p.is_dir() and not p.name.startswith(".") and p.name not in INTERNAL)
 LISTED = re.compile(r"^\s+scc\.nlp_training\.(?P<role>\w+) : (?P<name>.*?)\tTAGS: \[(?P<tags>[^\]]*)\]$", re.M)
@@ -62,7 +62,7 @@ def test_install_tag_lists_the_roles_install_tasks(role: str) -> None:
     assert own, f"--tags {role}_install lists no task of roles/{role} ({_phase_playbook(role).name})"
     # Tasks of the shared role run under the importing role's tags; other roles contribute only `always` tasks.
     foreign = [(r, name) for r, name, tags in listed
-               if r not in (role, "nvidia_common") and "always" not in tags]
+               if r not in (role, *INTERNAL) and "always" not in tags]
     assert not foreign, f"--tags {role}_install also selects {foreign[:5]}"
 
 

@@ -1,0 +1,174 @@
+# Copyright: scc.nlp_training contributors
+# Apache-2.0
+"""Build the node-side wheel `sccnlp-node` on the controller: the one way node programs reach the nodes.
+
+The nodes get only what runs there (data preparation and trainer `sccnlp.bert`, validation gates `sccnlp.gates`,
+the heartbeat/metrics reader `sccnlp.monitor.reader`, the error type and the data files); the controller-only
+parts (cli, commands, runner, testbed, report, compat, the rdma monitor) stay behind. The sources are found through
+the import system (the collection's `sccnlp/` folder, or the `sccnlp` package itself), so a checkout and an
+installed collection tarball build the same wheel.
+
+The wheel is built by the standard backend (setuptools' `build_meta` through `pip wheel --no-build-isolation
+--no-index`, offline, with the setuptools of the controller's Python) from a staging copy of the node-side files
+and a generated pyproject.toml. SOURCE_DATE_EPOCH fixes the timestamps, so the same sources give the same bytes and
+the same sha256: re-delivering an unchanged wheel changes nothing on the nodes."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib
+import importlib.resources
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+DIST_NAME = "sccnlp-node"
+# The oldest Python of a training venv the runtime roles build (EL8/EL9 python39); a unit test parses every shipped
+# module with this feature_version.
+NODE_PYTHON_FLOOR = (3, 9)
+# Files of the sccnlp package shipped to the nodes (paths relative to the package folder; a folder means its *.py).
+NODE_FILES = (
+    "__init__.py",
+    "errors.py",
+    "py.typed",
+    "bert",
+    "gates",
+    "monitor/__init__.py",
+    "monitor/reader.py",
+    "data",
+)
+SETUPTOOLS_FLOOR = (68, 0)
+_EPOCH = "315532800"  # 1980-01-01, the oldest time a zip entry holds
+
+
+class NodeWheelError(RuntimeError):
+    """The node wheel could not be built; the message says why and the fix."""
+
+
+def package_dir() -> Path:
+    """The sccnlp package folder: the collection's copy as Ansible imports it, else the sccnlp package."""
+    errors = []
+    for package, sub in (("ansible_collections.scc.nlp_training", "sccnlp"), ("sccnlp", "")):
+        try:
+            root = importlib.resources.files(importlib.import_module(package))
+        except (ImportError, TypeError) as exc:
+            errors.append("%s: %s" % (package, exc))
+            continue
+        folder = Path(str(root.joinpath(sub) if sub else root))
+        if (folder / "__init__.py").is_file() and (folder / "gates").is_dir():
+            return folder
+        errors.append("%s: no sccnlp package with gates/ at %s" % (package, folder))
+    raise NodeWheelError("the sccnlp sources were not found (%s). Fix: reinstall the scc.nlp_training collection"
+                         % "; ".join(errors))
+
+
+def node_sources(pkg: Path) -> list[Path]:
+    """The shipped files, relative to the package folder, sorted."""
+    out: list[Path] = []
+    for entry in NODE_FILES:
+        path = pkg / entry
+        if path.is_dir():
+            pattern = "*.yml" if entry == "data" else "*.py"
+            out.extend(p.relative_to(pkg) for p in path.glob(pattern) if p.is_file())
+        elif path.is_file():
+            out.append(path.relative_to(pkg))
+        else:
+            raise NodeWheelError("%s is missing from the sccnlp sources at %s. Fix: reinstall the collection"
+                                 % (entry, pkg))
+    return sorted(out)
+
+
+def package_version(pkg: Path) -> str:
+    """sccnlp.__version__, read without importing the package."""
+    tree = ast.parse((pkg / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__version__" for t in node.targets):
+            if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                return node.value.value
+    raise NodeWheelError("%s has no __version__ = \"...\". Fix: restore it" % (pkg / "__init__.py"))
+
+
+def _pyproject(version: str) -> str:
+    floor = "%d.%d" % NODE_PYTHON_FLOOR
+    return (
+        "[build-system]\n"
+        "requires = [\"setuptools>=%d\"]\n"
+        "build-backend = \"setuptools.build_meta\"\n\n"
+        "[project]\n"
+        "name = \"%s\"\n"
+        "version = \"%s\"\n"
+        "description = \"Node-side programs of scc.nlp_training (data preparation, trainer, validation gates).\"\n"
+        "requires-python = \">=%s\"\n\n"
+        "[tool.setuptools]\n"
+        "packages = [\"sccnlp\", \"sccnlp.bert\", \"sccnlp.gates\", \"sccnlp.monitor\"]\n"
+        "include-package-data = false\n\n"
+        "[tool.setuptools.package-data]\n"
+        "sccnlp = [\"py.typed\", \"data/*.yml\"]\n"
+    ) % (SETUPTOOLS_FLOOR[0], DIST_NAME, version, floor)
+
+
+def _check_backend(python: str) -> None:
+    probe = subprocess.run(
+        [python, "-c", "import setuptools; print(setuptools.__version__)"],
+        capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        raise NodeWheelError("the controller's Python %s has no setuptools (the build backend of the node wheel). "
+                             "Fix: %s -m pip install 'setuptools>=%d' (or run `make bootstrap`)"
+                             % (python, python, SETUPTOOLS_FLOOR[0]))
+    parts = tuple(int(p) for p in probe.stdout.strip().split(".")[:2] if p.isdigit())
+    if parts < SETUPTOOLS_FLOOR:
+        raise NodeWheelError("setuptools %s in %s is older than %d. Fix: %s -m pip install 'setuptools>=%d'"
+                             % (probe.stdout.strip(), python, SETUPTOOLS_FLOOR[0], python, SETUPTOOLS_FLOOR[0]))
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def build(out_dir: str, python: str | None = None) -> dict[str, str]:
+    """Build (or find, when the same sources were built before) the node wheel in out_dir.
+
+    Returns {'path', 'name', 'sha256', 'version'}."""
+    python = python or sys.executable
+    pkg = package_dir()
+    version = package_version(pkg)
+    files = node_sources(pkg)
+    out = Path(out_dir).expanduser()
+    out.mkdir(parents=True, exist_ok=True)
+    name = "%s-%s-py3-none-any.whl" % (DIST_NAME.replace("-", "_"), version)
+    _check_backend(python)
+    with tempfile.TemporaryDirectory(prefix="sccnlp-node-") as tmp:
+        stage = Path(tmp) / "src"
+        for rel in files:
+            dest = stage / "sccnlp" / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(pkg / rel, dest)
+        (stage / "pyproject.toml").write_text(_pyproject(version), encoding="utf-8")
+        wheel_dir = Path(tmp) / "wheel"
+        env = dict(os.environ, SOURCE_DATE_EPOCH=_EPOCH, PIP_DISABLE_PIP_VERSION_CHECK="1", PYTHONDONTWRITEBYTECODE="1")
+        env.pop("PIP_INDEX_URL", None)
+        run = subprocess.run(
+            [python, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "--quiet",
+             "--wheel-dir", str(wheel_dir), str(stage)],
+            capture_output=True, text=True, check=False, env=env, cwd=tmp)
+        built = wheel_dir / name
+        if run.returncode != 0 or not built.is_file():
+            tail = " | ".join((run.stderr or run.stdout).strip().splitlines()[-4:])
+            raise NodeWheelError("building %s with setuptools failed (rc %d): %s. Fix: check that %s has pip and "
+                                 "setuptools>=%d" % (name, run.returncode, tail, python, SETUPTOOLS_FLOOR[0]))
+        target = out / name
+        digest = sha256_file(built)
+        # Replace the wheel only when its bytes changed, so its file time tells when the sources last changed.
+        if not target.is_file() or sha256_file(target) != digest:
+            tmp_target = out / (".%s.%d.tmp" % (name, os.getpid()))
+            shutil.copyfile(built, tmp_target)
+            os.replace(tmp_target, target)
+    return {"path": str(target), "name": name, "sha256": digest, "version": version}

@@ -14,7 +14,7 @@ description:
     collection alike). The controller-only parts (cli, commands, runner, testbed, report) are not in it.
   - The build is reproducible (fixed timestamps); the same sources give the same bytes and sha256, and an unchanged
     wheel already in O(dir) is left untouched.
-  - Used by the C(node_programs) role, the one way node programs reach the nodes.
+  - Used by the C(_node_programs) role, the one way node programs reach the nodes.
 options:
   dir:
     description: Controller directory the wheel is written to.

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[3]
 PLAYBOOKS = ROOT / "playbooks"
 ANSIBLE_PLAYBOOK = Path(sys.executable).with_name("ansible-playbook")
 # Internal roles have no phases of their own; they run under the tags of the role that imports them.
-INTERNAL = {"nvidia_common", "node_programs"}
+INTERNAL = {"_nvidia_common", "_node_programs"}
 ROLES = sorted(p.name for p in (ROOT / "roles").iterdir()
                if p.is_dir() and not p.name.startswith(".") and p.name not in INTERNAL)
 LISTED = re.compile(r"^\s+scc\.nlp_training\.(?P<role>\w+) : (?P<name>.*?)\tTAGS: \[(?P<tags>[^\]]*)\]$", re.M)

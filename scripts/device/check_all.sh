@@ -5,7 +5,7 @@
 #   2. pytorch role in adopt mode (scripts/device/adopt_pytorch.sh)
 #   3. GPU gates through playbooks/validate.yml (scripts/device/gpu_gates.sh), and a deliberately failing floor
 #   4. BERT-large throughput through the mpirun launch path (scripts/device/bert_bench.sh)
-# Needs .whl/ (ansible-core wheels) and .device/nccl-tests.tar.gz carried along. Everything lands in one archive,
+# Needs .whl/ (ansible-core wheels; setuptools >= 68 too where the torch venv has none, for the node wheel) and .device/nccl-tests.tar.gz carried along. Everything lands in one archive,
 # $OUT/results.tar.gz, plus $OUT/summary.txt (the device tool returns at most 8 files).
 set -uo pipefail
 REPO=$(pwd)

@@ -3,7 +3,8 @@
 #
 #   bash scripts/device/gpu_gates.sh            # results under $OUT/gates/ (and $OUT/gates/failing-floor/)
 #
-# Expects: .whl/*.whl (ansible-core and its dependencies, installed offline into /tmp/site),
+# Expects: .whl/*.whl (ansible-core and its dependencies, and setuptools >= 68 where the venv has none: the
+# validate role builds the node wheel sccnlp-node with it; installed offline into /tmp/site),
 # .device/nccl-tests.tar.gz (a snapshot of NVIDIA/nccl-tests), python3 = the torch venv's python, nvcc, nvidia-smi,
 # OpenMPI. Nothing is downloaded. Steps:
 #   1. role ib_check (RDMA facts; TCP fallback notice where there is none) -> its own log, never blocks the gates
@@ -51,6 +52,12 @@ export ANSIBLE_COLLECTIONS_PATH=/tmp/coll ANSIBLE_ROLES_PATH=$REPO/roles ANSIBLE
 "$PY" -c 'import ansible, jinja2, yaml, packaging, resolvelib' 2>/dev/null \
   || die "ansible-core or one of its dependencies (jinja2, PyYAML, packaging, resolvelib) is missing: add its wheel to .whl/"
 ansible-playbook --version | head -1 || die "ansible-playbook does not start"
+# The validate role delivers the gates as the sccnlp-node wheel, built here with setuptools (pip wheel
+# --no-build-isolation --no-index) by the Python that runs Ansible: put a setuptools (>= 68) wheel into .whl/ when
+# this Python has none.
+"$PY" -c 'import setuptools, sys; sys.exit(int(setuptools.__version__.split(".")[0]) < 68)' 2>/dev/null \
+  || die "setuptools >= 68 (the build backend of the node wheel) is missing for $PY: add its wheel to .whl/"
+"$PY" -m pip --version >/dev/null 2>&1 || die "$PY has no pip (needed to build and install the node wheel)"
 
 # --- What this machine has --------------------------------------------------------------------------------------
 if [ -x /usr/local/cuda/bin/nvcc ]; then CUDA_HOME=/usr/local/cuda; else

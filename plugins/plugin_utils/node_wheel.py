@@ -86,9 +86,9 @@ def package_version(pkg: Path) -> str:
     """sccnlp.__version__, read without importing the package."""
     tree = ast.parse((pkg / "__init__.py").read_text(encoding="utf-8"))
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__version__" for t in node.targets):
-            if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-                return node.value.value
+        if (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__version__" for t in node.targets)
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+            return node.value.value
     raise NodeWheelError("%s has no __version__ = \"...\". Fix: restore it" % (pkg / "__init__.py"))
 
 

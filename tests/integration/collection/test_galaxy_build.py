@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from plugins.plugin_utils import node_wheel
+
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
 GALAXY = yaml.safe_load((ROOT / "galaxy.yml").read_text())
@@ -238,3 +240,20 @@ def test_installed_data_lookup_reads_the_installed_data(work: Path, installed: P
     proc = _run([sys.executable, "-c", "from sccnlp.paths import data_dir; print(data_dir())"], cwd=work, env=env)
     assert proc.returncode == 0, _explain(proc)
     assert proc.stdout.strip() == f"{root}/sccnlp/data", _explain(proc)
+
+
+def test_installed_collection_builds_the_same_node_wheel(work: Path, installed: Path) -> None:
+    """The node wheel (lookup scc.nlp_training.node_wheel, what _node_programs delivers) builds from an installed
+    collection, from its own sources, to the same bytes as from this checkout."""
+    book = work / "node_wheel.yml"
+    out = work / "node-wheel"
+    book.write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n"
+                    "    - ansible.builtin.debug:\n"
+                    f"        msg: \"WHEEL {{{{ lookup('{FQCN}.node_wheel', dir='{out}') | to_json }}}}\"\n")
+    proc = _run([str(BIN / "ansible-playbook"), str(book), "-i", "localhost,"], cwd=work,
+                env=_env(installed, work / "ansible.cfg"))
+    assert proc.returncode == 0, _explain(proc)
+    built = json.loads(re.search(r'"msg": "WHEEL (\{.*\})"', proc.stdout.replace('\\"', '"')).group(1))
+    assert built["path"] == str(out / built["name"]) and (out / built["name"]).is_file(), built
+    assert built["sha256"] == node_wheel.sha256_file(out / built["name"])
+    assert built["sha256"] == node_wheel.build(str(work / "node-wheel-checkout"))["sha256"]

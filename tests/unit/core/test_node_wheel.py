@@ -85,5 +85,5 @@ def test_record_hashes_match_and_it_installs_without_build_tools(built: dict[str
 
 
 def test_a_missing_backend_is_refused_with_the_fix(tmp_path: Path) -> None:
-    with pytest.raises(node_wheel.NodeWheelError, match="Fix: .*setuptools"):
+    with pytest.raises(node_wheel.NodeWheelError, match=r"Fix: .*setuptools"):
         node_wheel.build(str(tmp_path), python="/bin/false")

@@ -162,6 +162,9 @@ def test_rolling_reboot_in_batches_of_one_validates_each_node_before_the_next(te
         assert in_node(c, f"test -e {MARK}", check=False).returncode == 1, f"{name} still marked"
         assert in_node(c, f"findmnt -n -o FSTYPE --mountpoint {shared}").stdout.strip() == "fuse.glusterfs"
     _record("rolling_reboot_3_nodes_batch_1_s", round(seconds, 1))
+    # One batch = one node's drain, reboot and validation: the time between two consecutive nodes' boots.
+    for first, second in zip(names, names[1:]):
+        _record(f"reboot_batch_{first}_to_{second}_s", round((after[second] - after[first]) / 1e6, 1))
     # Nothing is left to reboot: a second run leaves every node as it is.
     again = playbook(testbed_inventory, "reboot.yml")
     assert again.returncode == 0, again.stdout[-3000:]

@@ -40,7 +40,7 @@ def test_installs_are_hash_checked_from_the_lock(host) -> None:
     freeze = {line.split("==")[0].lower().replace("_", "-"): line.split("==")[1]
               for line in host.check_output(f"{PY} -m pip freeze").lower().split() if "==" in line}
     for name in files:
-        lines = host.file(f"/etc/scc/pip/{name}.txt").content_string.split("\n")
+        lines = host.file(f"{VENV}/scc-requirements/{name}.txt").content_string.split("\n")
         pins = [line for line in lines if line.strip()]
         assert pins and all(" --hash=sha256:" in line for line in pins), name
         for line in pins:

@@ -143,3 +143,15 @@ def test_preflight_refuses_before_any_change(tmp_path: Path, lock_file: str, exp
     assert proc.returncode == 2, out
     assert expected in out
     assert "Traceback" not in out
+
+
+@pytest.mark.parametrize(("earlier", "later"), [("python36", "pytorch-cpu"), ("pytorch-cpu", "tensorflow-cpu"),
+                                                ("pytorch-cpu", "horovod-pytorch-cpu"), ("python36", "pytorch-cuda"),
+                                                ("pytorch-cuda", "tensorflow-cuda")])
+def test_a_later_set_keeps_every_earlier_pin(earlier: str, later: str) -> None:
+    """The roles install the sets one after the other into one venv: a later set that moved an earlier pin would
+    flip packages on every run (no idempotence)."""
+    def pins(name: str) -> dict[str, tuple[str, str]]:
+        return {p["name"]: (p["version"], p["sha256"]) for p in LOCK["sets"][name]["pins"]}
+    before, after = pins(earlier), pins(later)
+    assert {k: v for k, v in before.items() if after.get(k) != v} == {}

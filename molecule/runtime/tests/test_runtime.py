@@ -33,6 +33,25 @@ def test_pinned_packages(host) -> None:
         assert pin in freeze
 
 
+def test_installs_are_hash_checked_from_the_lock(host) -> None:
+    """Every package in the venv that the roles installed came from a requirements file with --hash lines, and its
+    installed version is the lock's; a wrong hash makes pip refuse the install (checked with the real pip)."""
+    files = ["python36", "pytorch"] + (["tensorflow"] if host.backend.get_hostname() == "rt-node1" else [])
+    freeze = {line.split("==")[0].lower().replace("_", "-"): line.split("==")[1]
+              for line in host.check_output(f"{PY} -m pip freeze").lower().split() if "==" in line}
+    for name in files:
+        lines = host.file(f"{VENV}/scc-requirements/{name}.txt").content_string.split("\n")
+        pins = [line for line in lines if line.strip()]
+        assert pins and all(" --hash=sha256:" in line for line in pins), name
+        for line in pins:
+            pkg, version = line.split(" ")[0].split("==")
+            assert freeze.get(pkg) == version, (name, pkg, version, freeze.get(pkg))
+    tampered = "pyyaml==6.0.2 --hash=sha256:" + "0" * 64
+    cmd = host.run(f"echo '{tampered}' > /tmp/tampered.txt && {PY} -m pip install --require-hashes --force-reinstall "
+                   "--no-deps -r /tmp/tampered.txt")
+    assert cmd.rc != 0 and "THESE PACKAGES DO NOT MATCH THE HASHES" in cmd.stderr
+
+
 def test_torch_cpu_build_and_gloo_allreduce(host) -> None:
     code = ("import torch, torch.distributed as d, tempfile, os; f = tempfile.mktemp(); "
             "d.init_process_group('gloo', init_method='file://' + f, rank=0, world_size=1); "

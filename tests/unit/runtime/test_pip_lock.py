@@ -1,0 +1,157 @@
+"""The pip hash lock: the shipped lock pins what the roles' defaults install, the set check and its refusal
+messages, pip report parsing, and the roles' preflight refusing a version the lock does not pin (a real
+ansible-playbook run, no mocks)."""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from sccnlp import piplock
+from sccnlp.paths import collection_root
+from sccnlp.runner import _collections_path
+
+ROOT = collection_root()
+LOCK: dict[str, Any] = yaml.safe_load((ROOT / "sccnlp" / "data" / "pip_lock.yml").read_text())
+
+
+def _defaults(role: str) -> dict[str, Any]:
+    return yaml.safe_load((ROOT / "roles" / role / "defaults" / "main.yml").read_text())
+
+
+def test_shipped_lock_has_every_set_of_the_plan_resolved_for_its_specs() -> None:
+    assert LOCK["target"] == {"python": "3.11", "platform": "linux_x86_64", "release": "debian-12"}
+    for name, specs, _binary in piplock.DEFAULT_PLAN:
+        if name in (LOCK.get("unresolved") or {}):
+            continue
+        assert LOCK["sets"][name]["requires"] == specs, name
+        result = piplock.check_set(LOCK, name, specs)
+        assert result["ok"], result["error"]
+
+
+def test_plan_follows_the_role_defaults() -> None:
+    py36, torch, tf = _defaults("python36"), _defaults("pytorch"), _defaults("tensorflow")
+    plan = {name: specs for name, specs, _b in piplock.DEFAULT_PLAN}
+    assert plan["python36"] == py36["python36_requirements"]
+    cpu = f"torch=={torch['pytorch_version']}+{torch['pytorch_cpu_local_version']}"
+    assert plan["pytorch-cpu"] == py36["python36_requirements"] + [cpu] + torch["pytorch_requirements"]
+    assert plan["tensorflow-cpu"][-1] == f"tensorflow-cpu=={tf['tensorflow_version']}"
+    assert f"torch=={torch['pytorch_version']}" in plan["pytorch-cuda"]
+
+
+def test_requirements_have_one_hash_line_per_pin() -> None:
+    result = piplock.check_set(LOCK, "pytorch-cpu", ["torch==2.13.0+cpu", "numpy==2.0.2"])
+    lines = result["requirements"].splitlines()
+    assert len(lines) == len(LOCK["sets"]["pytorch-cpu"]["pins"]) > 10
+    assert all(len(line.split(" --hash=sha256:")[1]) == 64 for line in lines)
+    assert "torch==2.13.0+cpu --hash=sha256:" in result["requirements"]
+
+
+@pytest.mark.parametrize(("set_name", "specs", "expected"), [
+    ("pytorch-cpu", ["torch==2.99.0+cpu"], "torch==2.99.0+cpu is not in the pip lock's set 'pytorch-cpu' "
+                                           "(it pins torch==2.13.0+cpu)"),
+    ("python36", ["Requests==2.0.0"], "Requests==2.0.0 is not in the pip lock's set 'python36' (it has no requests)"),
+    ("pytorch-rocm", ["torch==2.13.0"], "the pip lock has no set 'pytorch-rocm' (it has: "),
+    ("python36", ["PyYAML>=6"], "requirement 'PyYAML>=6' is not pinned as name==version"),
+])
+def test_refusals_name_the_spec_the_set_and_the_fix(set_name: str, specs: list[str], expected: str) -> None:
+    result = piplock.check_set(LOCK, set_name, specs)
+    assert not result["ok"] and result["requirements"] == ""
+    assert expected in result["error"]
+    assert "python -m sccnlp.piplock" in result["error"] or "pinned as" in result["error"]
+
+
+def test_malformed_and_empty_locks_are_refused() -> None:
+    bad = copy.deepcopy(LOCK)
+    bad["sets"]["python36"]["pins"][0]["sha256"] = "abc"
+    assert "malformed pin" in piplock.check_set(bad, "python36", ["PyYAML==6.0.2"])["error"]
+    assert "no `sets` mapping" in piplock.check_set({}, "python36", [])["error"]
+    assert "no `sets` mapping" in piplock.check_set(None, "python36", [])["error"]  # type: ignore[arg-type]
+    unresolved = {"sets": {}, "unresolved": {"horovod": "pip could not resolve horovod==0.28.1"}}
+    assert "not resolved: pip could not resolve" in piplock.check_set(unresolved, "horovod", [])["error"]
+
+
+def test_pins_from_a_pip_report(tmp_path: Path) -> None:
+    wheel = tmp_path / "torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl"
+    wheel.write_bytes(b"not really a wheel")
+    report = {"install": [
+        {"metadata": {"name": "PyYAML", "version": "6.0.2"},
+         "download_info": {"url": "https://index.invalid/p/PyYAML-6.0.2-cp311-cp311-manylinux.whl",
+                           "archive_info": {"hashes": {"sha256": "a" * 64}}}},
+        {"metadata": {"name": "torch", "version": "2.13.0+cpu"},
+         "download_info": {"url": wheel.as_uri(), "archive_info": {}}},
+        {"metadata": {"name": "typing_extensions", "version": "4.16.0"},
+         "download_info": {"url": "https://index.invalid/t.whl", "archive_info": {"hash": "sha256=" + "b" * 64}}},
+    ]}
+    pins = piplock.pins_from_report(report)
+    assert [(p.name, p.version) for p in pins] == [("pyyaml", "6.0.2"), ("torch", "2.13.0+cpu"),
+                                                   ("typing-extensions", "4.16.0")]
+    assert pins[1].sha256 == piplock.sha256_file(wheel) and pins[1].file.startswith("torch-2.13.0+cpu")
+    assert all("index.invalid" not in str(p.as_dict()) for p in pins)  # no URL (credentials) in a lock
+
+
+def test_a_report_item_without_a_hash_is_refused() -> None:
+    report = {"install": [{"metadata": {"name": "horovod", "version": "0.28.1"},
+                           "download_info": {"url": "https://index.invalid/horovod-0.28.1.tar.gz"}}]}
+    with pytest.raises(piplock.LockError, match=r"no sha256 for .horovod. \(horovod-0\.28\.1\.tar\.gz\)"):
+        piplock.pins_from_report(report)
+
+
+PLAYBOOK = """
+- name: Preflight of the pip lock as the runtime roles call it
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: A version the lock does not pin
+      ansible.builtin.include_role:
+        name: scc.nlp_training.pip_lock
+        tasks_from: preflight.yml
+      vars:
+        _pip_lock_set: pytorch-cpu
+        _pip_lock_specs: ["torch==2.99.0+cpu"]
+        _pip_lock_file: "{{ lock_file }}"
+        _pip_lock_setting: pytorch_version/pytorch_requirements
+"""
+
+
+@pytest.mark.parametrize(("lock_file", "expected"), [
+    ("", "localhost: pytorch_version/pytorch_requirements: torch==2.99.0+cpu is not in the pip lock's set "
+         "'pytorch-cpu' (it pins torch==2.13.0+cpu)"),
+    ("/nonexistent/lock.yml", "localhost: pytorch_version/pytorch_requirements: the pip lock file "
+                              "/nonexistent/lock.yml is not a file on the controller"),
+    ("BROKEN", "is not readable YAML"),
+])
+def test_preflight_refuses_before_any_change(tmp_path: Path, lock_file: str, expected: str) -> None:
+    if lock_file == "BROKEN":
+        lock_file = str(tmp_path / "broken.yml")
+        Path(lock_file).write_text("sets: [unclosed\n")
+    book = tmp_path / "pre.yml"
+    book.write_text(PLAYBOOK)
+    exe = Path(sys.executable).parent / "ansible-playbook"
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=_collections_path(), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
+    proc = subprocess.run([str(exe if exe.exists() else "ansible-playbook"), str(book), "-e", f"lock_file={lock_file}"],
+                          capture_output=True, text=True, env=env, timeout=180, check=False)
+    out = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode == 2, out
+    assert expected in out
+    assert "Traceback" not in out
+
+
+@pytest.mark.parametrize(("earlier", "later"), [("python36", "pytorch-cpu"), ("pytorch-cpu", "tensorflow-cpu"),
+                                                ("pytorch-cpu", "horovod-pytorch-cpu"), ("python36", "pytorch-cuda"),
+                                                ("pytorch-cuda", "tensorflow-cuda")])
+def test_a_later_set_keeps_every_earlier_pin(earlier: str, later: str) -> None:
+    """The roles install the sets one after the other into one venv: a later set that moved an earlier pin would
+    flip packages on every run (no idempotence)."""
+    def pins(name: str) -> dict[str, tuple[str, str]]:
+        return {p["name"]: (p["version"], p["sha256"]) for p in LOCK["sets"][name]["pins"]}
+    before, after = pins(earlier), pins(later)
+    assert {k: v for k, v in before.items() if after.get(k) != v} == {}

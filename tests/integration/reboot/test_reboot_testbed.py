@@ -171,8 +171,8 @@ def test_rolling_reboot_in_batches_of_one_validates_each_node_before_the_next(te
     assert stamps(containers) == after
 
 
-def test_a_node_back_without_its_storage_stops_the_rollout_and_a_rerun_continues(testbed_inventory, containers,
-                                                                                   shared):
+def test_a_node_back_without_its_storage_stops_the_rollout_and_a_rerun_continues(
+        testbed_inventory, containers, shared):
     names = list(containers)
     bad, last = names[1], names[2]
     fstab = in_node(containers[bad], "cat /etc/fstab").stdout

@@ -8,8 +8,8 @@ from sccnlp import cli
 
 
 @pytest.mark.parametrize("batch", ["0", "-1", "half", "0%", "101%", "1.5", "25 %", ""])
-def test_a_bad_batch_is_refused_before_anything_runs(batch: str, capsys: pytest.CaptureFixture[str],
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_batch_is_refused_before_anything_runs(
+        batch: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     def no_playbook(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("a playbook ran for a bad --batch")
 

@@ -38,7 +38,7 @@ def test_installs_are_hash_checked_from_the_lock(host) -> None:
     installed version is the lock's; a wrong hash makes pip refuse the install (checked with the real pip)."""
     files = ["python36", "pytorch"] + (["tensorflow"] if host.backend.get_hostname() == "rt-node1" else [])
     freeze = {line.split("==")[0].lower().replace("_", "-"): line.split("==")[1]
-              for line in host.check_output(f"{PY} -m pip freeze").lower().split() if "==" in line}
+              for line in host.check_output(f"{PY} -m pip freeze --all").lower().split() if "==" in line}
     for name in files:
         lines = host.file(f"{VENV}/scc-requirements/{name}.txt").content_string.split("\n")
         pins = [line for line in lines if line.strip()]

@@ -76,8 +76,8 @@ def test_limit_to_one_node_writes_what_a_full_run_writes(tmp_path, hosts):
     node.check_output(f"rm -f {HOSTFILE}")
     node.check_output("sed -i 's/from=\"[^\"]*\"/from=\"10.0.0.1\"/' /root/.ssh/authorized_keys")
     assert file_hashes(node) != full[LIMITED]
-    run = _timed("limit_one_node_cluster_yml", playbook(write_inventory(tmp_path, NODES), "cluster.yml",
-                                                         "--limit", LIMITED))
+    inv = write_inventory(tmp_path, NODES)
+    run = _timed("limit_one_node_cluster_yml", playbook(inv, "cluster.yml", "--limit", LIMITED))
     assert run.rc == 0, run.tail()
     assert set(run.recap) == {LIMITED}, run.recap
     assert run.recap[LIMITED]["changed"] >= 3, run.recap   # it did repair the three files

@@ -67,9 +67,9 @@ def test_a_missing_or_truncated_file_is_named(tmp_path: Path) -> None:
     ("debian-12", "aarch64", "3.11", "node-3: the bundle was built for arch x86_64 (the node has aarch64)"),
     ("debian-12", "x86_64", "3.12", "node-3: the bundle was built for python 3.11 (the node has 3.12)"),
 ])
-def test_another_target_is_refused_before_any_change(tmp_path: Path, release: str, arch: str, python: str,
-                                                      expected: str) -> None:
-    _, doc = _bundle(tmp_path)
+def test_another_target_is_refused_before_any_change(
+        tmp_path: Path, release: str, arch: str, python: str, expected: str) -> None:
+    _unused, doc = _bundle(tmp_path)
     message = m.check_target(doc, "node-3", release, arch, python)
     assert message.startswith(expected)
     if expected:
@@ -96,7 +96,7 @@ def test_a_rerun_reuses_only_what_verifies(tmp_path: Path) -> None:
 
 
 def test_duplicate_files_and_credentials(tmp_path: Path) -> None:
-    _, doc = _bundle(tmp_path)
+    _unused, doc = _bundle(tmp_path)
     entry = m.Entry(**doc["entries"][0])
     with pytest.raises(m.BundleError, match=re.escape("lists deb/openmpi-bin_4.1.4-3_amd64.deb twice")):
         m.manifest([entry, entry], TARGET)

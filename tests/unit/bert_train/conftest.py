@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -63,3 +65,22 @@ def write_shards(root: Path, counts: tuple[int, ...] = (96, 64), seq_len: int = 
 @pytest.fixture()
 def shard_dir(tmp_path: Path) -> Path:
     return write_shards(tmp_path / "data")
+
+
+# torch's compile workers and gloo leave C++ threads whose destructors sometimes abort the interpreter's teardown
+# ("terminate called without an active exception", exit 134) after every test passed: the trainer itself leaves with
+# os._exit for the same reason (sccnlp/bert/train.py). This process leaves the same way, with pytest's own status,
+# once pytest has printed everything.
+_EXIT_STATUS: list[int] = []
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _EXIT_STATUS.append(int(exitstatus))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _EXIT_STATUS and not hasattr(config, "workerinput"):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_EXIT_STATUS[-1])

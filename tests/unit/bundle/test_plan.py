@@ -1,0 +1,79 @@
+"""The bundle plan: the roles' defaults under the inventory's variables (templated as Ansible does) give the Debian
+packages and pip lock sets per role; bad settings are refused naming the node and the setting."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sccnlp.bundle import plan as p
+from sccnlp.errors import SccError
+from sccnlp.paths import collection_root
+
+ROOT = collection_root()
+
+
+def _plan(hostvars: dict[str, dict[str, Any]]) -> p.Plan:
+    return p.plan_cluster(ROOT, hostvars)
+
+
+def test_defaults_of_a_cpu_node_follow_the_roles_tables() -> None:
+    plan = _plan({"n1": {"cpfs_client_backend": "glusterfs"}})
+    tables = p.role_tables(ROOT)
+    assert plan.debian["python36"] == tables["python36"]["Debian-12"]["pythons"]["3.11"]["packages"]
+    assert plan.debian["openmpi"] == tables["openmpi"]
+    assert plan.debian["cpfs_client"] == ["glusterfs-client", "fuse3"]
+    assert plan.debian["bert"] == ["python3-doc"]
+    assert "ib_check" not in plan.debian  # rdma is false by default
+    assert plan.pip_sets == {"python36": ["python36"], "pytorch": ["pytorch-cpu"]}
+    assert list(plan.debian) == [r for r in p.ROLES if r in plan.debian]  # deploy order: first role owns a dep
+    assert plan.image == p.DEFAULT_IMAGE and not plan.unfetched
+
+
+def test_gpu_and_rdma_nodes_add_their_sets_and_packages_once() -> None:
+    plan = _plan({"n1": {"cpfs_client_backend": "glusterfs", "gpu_count": 0},
+                  "n2": {"cpfs_client_backend": "glusterfs", "gpu_count": 8, "rdma": True},
+                  "n3": {"cpfs_client_backend": "glusterfs", "gpu_count": 8, "rdma": True}})
+    assert plan.pip_sets["pytorch"] == ["pytorch-cpu", "pytorch-cuda"]
+    assert plan.debian["ib_check"] == p.role_tables(ROOT)["ib_check"]
+
+
+def test_templated_inventory_values_are_rendered() -> None:
+    plan = _plan({"n1": {"cpfs_client_backend": "{{ my_backend }}", "my_backend": "nfs",
+                         "bert_corpus_debian_package": "debian-reference-en",
+                         "bert_corpus_debian_package_version": "2.{{ 70 + 9 }}"}})
+    assert plan.debian["cpfs_client"] == ["nfs-common"]
+    assert plan.debian["bert"] == ["debian-reference-en=2.79"]
+
+
+def test_a_subset_of_roles_makes_a_small_bundle() -> None:
+    plan = _plan({"n1": {"cpfs_client_backend": "glusterfs", "scc_bundle_roles": ["python36"]}})
+    assert list(plan.debian) == ["python36"] and plan.pip_sets == {"python36": ["python36"]}
+
+
+def test_what_cannot_be_bundled_is_listed_with_the_reason() -> None:
+    plan = _plan({"n1": {"cpfs_client_backend": "cpfs_lustre", "cuda_method": "package",
+                         "openmpi_method": "source", "aiacc_wheel_url": "https://user:secret@example.invalid/a.whl"}})
+    assert any("linux-headers" in k for k in plan.unfetched)
+    assert "cuda (package)" in plan.unfetched and "openmpi source" in plan.unfetched
+    assert "aiacc_wheel_url" in plan.unfetched and "secret" not in str(plan.unfetched)
+    assert "build-essential" in plan.debian["cpfs_client"]
+
+
+@pytest.mark.parametrize(("hostvars", "words"), [
+    ({"n1": {"cpfs_client_backend": "ceph"}}, ["n1", "cpfs_client_backend", "'ceph'", "glusterfs"]),
+    ({"n1": {"cpfs_client_backend": "nfs", "scc_bundle_roles": ["python36", "cuda"]}},
+     ["n1", "scc_bundle_roles", "cuda", "python36"]),
+    ({"n1": {"cpfs_client_backend": "nfs", "python36_version": "3.9"}}, ["n1", "python36_version 3.9", "3.11"]),
+    ({"n1": {"cpfs_client_backend": "nfs", "gpu_count": "eight"}}, ["n1", "pytorch_gpu_count", "eight"]),
+    ({"n1": {"cpfs_client_backend": "nfs"}, "n2": {"cpfs_client_backend": "nfs", "scc_bundle_image": "other:1"}},
+     ["n2", "scc_bundle_image", "other:1", "n1"]),
+    ({"n1": {"cpfs_client_backend": "{{ undefined_thing }}"}}, ["n1", "cpfs_client_backend", "templated"]),
+])
+def test_bad_settings_are_refused_naming_node_and_setting(hostvars: dict[str, dict[str, Any]],
+                                                          words: list[str]) -> None:
+    with pytest.raises(SccError) as err:
+        _plan(hostvars)
+    for word in words:
+        assert word in str(err.value)

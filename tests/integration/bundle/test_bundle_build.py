@@ -1,0 +1,110 @@
+"""A real `sccnlp bundle build` of a small bundle (the python36 role only: its Debian packages resolved by apt in a
+container of the node image, and its wheel from the lock), then: every manifest hash checks out, the deb folder is
+an apt repository a container WITHOUT network installs the packages from, the wheel installs from it with
+`pip --no-index --require-hashes`, a re-run reuses what is there, and a tampered file is refused, named.
+
+Needs Docker, the node image (sccnlp testbed image) and the package mirrors; it is not part of `make test`: run it
+with SCCNLP_BUNDLE_TEST=1 pytest tests/integration/bundle (about a minute on a quiet machine)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sccnlp.bundle import plan
+
+IMAGE = os.environ.get("SCCNLP_BUNDLE_IMAGE", plan.DEFAULT_IMAGE)
+
+pytestmark = [
+    pytest.mark.bundle,
+    pytest.mark.skipif(os.environ.get("SCCNLP_BUNDLE_TEST") != "1",
+                       reason="builds a real bundle (Docker, node image, mirrors): set SCCNLP_BUNDLE_TEST=1"),
+]
+
+
+def _sccnlp(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sccnlp.cli", *args], capture_output=True, text=True, check=False,
+                          timeout=900)
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not shutil.which("docker") or subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True,
+                                                    check=False).returncode != 0:
+        pytest.skip(f"needs docker and the image {IMAGE}")
+    tmp = tmp_path_factory.mktemp("bundle")
+    inv = tmp / "hosts.yml"
+    inv.write_text("all:\n  children:\n    scc_cluster:\n      hosts:\n        bnd-n1:\n"
+                   "          ansible_host: 10.66.0.11\n  vars:\n    scc_bundle_roles: [python36]\n"
+                   f"    scc_bundle_image: {IMAGE}\n    cpfs_client_backend: glusterfs\n")
+    out = tmp / "b"
+    proc = _sccnlp("bundle", "build", "-i", str(inv), "-o", str(out), "--container-name", f"bnd-it-{os.getpid()}")
+    assert proc.returncode == 0, proc.stderr
+    (tmp / "first.txt").write_text(proc.stdout)
+    (tmp / "inventory").write_text(str(inv))
+    return out
+
+
+def _doc(bundle: Path) -> dict:
+    return json.loads((bundle / "manifest.json").read_text())
+
+
+def test_manifest_hashes_match_the_files(bundle: Path) -> None:
+    doc = _doc(bundle)
+    assert doc["target"]["release"] == "debian-12" and doc["target"]["python"] == "3.11"
+    kinds = {(e["source"], e["role"]) for e in doc["entries"]}
+    assert {("pypi", "python36"), ("debian", "python36"), ("bundle", "bundle")} <= kinds
+    for e in doc["entries"]:
+        data = (bundle / e["file"]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == e["sha256"] and len(data) == e["size"], e["file"]
+    debs = {e["file"].split("/", 1)[1] for e in doc["entries"] if e["source"] == "debian"}
+    index = (bundle / "deb" / "Packages").read_text()
+    assert {f"./{name}" for name in debs} == {line.split(": ", 1)[1] for line in index.splitlines()
+                                              if line.startswith("Filename: ")}
+    assert any(name.startswith("python3-venv_") for name in debs)
+
+
+def test_offline_container_installs_from_the_bundle(bundle: Path) -> None:
+    """No network at all: apt and pip see only the bundle."""
+    wheel = next(e for e in _doc(bundle)["entries"] if e["source"] == "pypi")
+    script = (
+        "set -e; rm -f /etc/apt/sources.list.d/*; echo 'deb [trusted=yes] file:/b/deb ./' > /etc/apt/sources.list;"
+        " apt-get update -q >/dev/null; apt-get install -y -q --no-install-recommends python3-venv python3-pip"
+        " python3-packaging >/dev/null; python3 -m venv /v;"
+        f" echo '{wheel['name']}=={wheel['version']} --hash=sha256:{wheel['sha256']}' > /r.txt;"
+        " /v/bin/pip install -q --no-index --find-links /b/wheels --require-hashes -r /r.txt;"
+        " /v/bin/python -c 'import yaml; print(\"yaml\", yaml.__version__)'")
+    proc = subprocess.run(["docker", "run", "--rm", "--network", "none", "--name", f"bnd-off-{os.getpid()}",
+                           "-v", f"{bundle}:/b:ro", "--entrypoint", "bash", IMAGE, "-c", script],
+                          capture_output=True, text=True, check=False, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"yaml {wheel['version']}" in proc.stdout
+
+
+def test_rerun_reuses_and_tampering_is_refused_naming_the_file(bundle: Path) -> None:
+    inv = (bundle.parent / "inventory").read_text()
+    before = _doc(bundle)["entries"]
+    proc = _sccnlp("bundle", "build", "-i", inv, "-o", str(bundle), "--container-name", f"bnd-it2-{os.getpid()}")
+    assert proc.returncode == 0, proc.stderr
+    assert "reused 1 wheel" in proc.stdout
+    after = _doc(bundle)["entries"]
+    assert [(e["file"], e["sha256"]) for e in after if e["source"] != "bundle"] == \
+        [(e["file"], e["sha256"]) for e in before if e["source"] != "bundle"]
+    assert _sccnlp("bundle", "verify", str(bundle)).returncode == 0
+
+    victim = next(e for e in after if e["source"] == "debian")
+    with (bundle / victim["file"]).open("r+b") as handle:
+        handle.seek(100)
+        handle.write(b"\0tampered\0")
+    proc = _sccnlp("bundle", "verify", str(bundle))
+    assert proc.returncode == 2
+    assert f"bundle file {victim['file']} ({victim['name']} {victim['version']}, for {victim['role']}) does not " \
+           "match the manifest" in proc.stderr
+    assert "Traceback" not in proc.stderr

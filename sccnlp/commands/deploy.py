@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 from sccnlp.commands import add_command
 from sccnlp.runner import print_summary, run_playbook
@@ -31,6 +32,25 @@ def extravars(args: argparse.Namespace) -> dict[str, str]:
     return out
 
 
+def bundle_dir(path: str) -> str:
+    """The bundle path the nodes get. When the controller sees it too, it is checked here first (the nodes check it
+    again before they install anything from it)."""
+    from pathlib import PurePosixPath
+
+    from sccnlp.bundle import manifest
+    from sccnlp.errors import SccError
+
+    if not PurePosixPath(path).is_absolute():
+        raise SccError(f"--bundle {path}: give the bundle's absolute path as the nodes see it (e.g. on the shared "
+                       "storage: /mnt/cpfs/scc-bundle)")
+    local = Path(path)
+    if (local / manifest.MANIFEST).is_file():
+        problems = manifest.verify(local, manifest.load(local))
+        if problems:
+            raise manifest.BundleError("\n".join(problems))
+    return path
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     parser = add_command(
         sub, "deploy", "take the nodes from bare to training-ready (site.yml)",
@@ -41,19 +61,26 @@ def register(sub: argparse._SubParsersAction) -> None:
         examples=["sccnlp deploy -i inventory/static/hosts.yml", "sccnlp deploy -i inventory/static/hosts.yml --check",
                   "sccnlp deploy -i inventory/static/hosts.yml -t cluster,cpfs_client",
                   "sccnlp deploy -i inventory/static/hosts.yml --playbook gpu_stack -l node3",
-                  "sccnlp deploy -i inventory/discovery.scc.yml -e scc_shared_dir=/mnt/cpfs"])
+                  "sccnlp deploy -i inventory/discovery.scc.yml -e scc_shared_dir=/mnt/cpfs",
+                  "sccnlp deploy -i inventory/static/hosts.yml --bundle /mnt/cpfs/scc-bundle"])
     add_run_options(parser)
     parser.add_argument("--check", action="store_true", help="check mode: report what would change, change nothing")
     parser.add_argument("-t", "--tags", help="only these tags, comma-separated (e.g. cluster,cpfs_client)")
     parser.add_argument("--playbook", default="site",
                         help="playbook under playbooks/ (site, preflight, cluster, storage, gpu_stack, runtime, "
                              "validate, bert, ...) or a path to a .yml file [%(default)s]")
+    parser.add_argument("--bundle", metavar="DIR",
+                        help="install only from this offline bundle (sccnlp bundle build), at this path on every node "
+                             "(e.g. on the shared storage); sets scc_bundle_dir")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
-    result = run_playbook(args.playbook, args.inventory, extravars=extravars(args), limit=args.limit,
+    variables = extravars(args)
+    if args.bundle:
+        variables["scc_bundle_dir"] = bundle_dir(args.bundle)
+    result = run_playbook(args.playbook, args.inventory, extravars=variables, limit=args.limit,
                           tags=args.tags, check=args.check, verbose=args.verbose)
     print_summary(result)
     changed = sum(h.changed for h in result.hosts.values())

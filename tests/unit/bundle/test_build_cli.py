@@ -14,6 +14,7 @@ import yaml
 
 from sccnlp import cli
 from sccnlp.bundle import build, manifest, wheels
+from sccnlp.errors import SccError
 
 A = b"wheel a payload"
 
@@ -86,3 +87,21 @@ def test_pip_only_build_verify_rerun_and_tamper(tmp_path: Path, monkeypatch: pyt
 def test_group_hosts_follows_children() -> None:
     data = {"scc_cluster": {"children": ["a", "b"]}, "a": {"hosts": ["n1"]}, "b": {"hosts": ["n2"], "children": ["a"]}}
     assert build.group_hosts(data, "scc_cluster") == {"n1", "n2"}
+
+
+def test_deploy_bundle_path_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from sccnlp.commands import deploy
+
+    with pytest.raises(SccError, match="absolute path as the nodes see it"):
+        deploy.bundle_dir("scc-bundle")
+    assert deploy.bundle_dir("/mnt/cpfs/not-on-the-controller") == "/mnt/cpfs/not-on-the-controller"
+    (tmp_path / "wheels").mkdir()
+    (tmp_path / "wheels" / "a.whl").write_bytes(b"a")
+    doc = manifest.manifest([manifest.entry_for(tmp_path, "wheels/a.whl", "a", "1", "pypi", "python36")],
+                            {"release": "debian-12", "arch": "x86_64", "python": "3.11"})
+    (tmp_path / manifest.MANIFEST).write_text(json.dumps(doc))
+    assert deploy.bundle_dir(str(tmp_path)) == str(tmp_path)
+    (tmp_path / "wheels" / "a.whl").write_bytes(b"b")
+    inv = _inventory(tmp_path, "")
+    assert cli.main(["deploy", "-i", str(inv), "--bundle", str(tmp_path)]) == 2
+    assert "controller: bundle file wheels/a.whl (a 1, for python36) does not match" in capsys.readouterr().err

@@ -101,7 +101,7 @@ def build(bundle: Path, hostvars: Mapping[str, Mapping[str, Any]], root: Path, d
         t2 = time.monotonic()
         count = sum(len(v) for v in the_plan.debian.values())
         say(f"Debian packages: {count} requested by {', '.join(the_plan.debian)}, resolved in {the_plan.image}")
-        debian.run_container(bundle, the_plan.image, debian.script(the_plan.debian),
+        debian.run_container(bundle, the_plan.image, debian.script(the_plan.debian, f"{os.getuid()}:{os.getgid()}"),
                              container or f"sccnlp-bundle-{os.getpid()}")
         node_release, node_arch = debian.parse_target((bundle / ".work" / "target").read_text())
         if (node_release, node_arch) != (release, arch):

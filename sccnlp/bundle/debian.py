@@ -45,10 +45,13 @@ def check_names(packages_by_role: Mapping[str, Sequence[str]]) -> None:
                                "role's package setting in the inventory")
 
 
-def script(packages_by_role: Mapping[str, Sequence[str]]) -> str:
+def script(packages_by_role: Mapping[str, Sequence[str]], owner: str = "") -> str:
     """The shell script run in the container: target, apt-get update, one simulation per role and package (to name
-    a package that does not resolve), then the download of every package that resolved."""
+    a package that does not resolve), then the download of every package that resolved; the files are given to
+    `owner` (uid:gid, the controller's user) at the end."""
     check_names(packages_by_role)
+    if owner and not re.fullmatch(r"\d+:\d+", owner):
+        raise SccError(f"owner {owner!r} is not uid:gid")
     lines = [
         "set -u", "export DEBIAN_FRONTEND=noninteractive", f"W={MOUNT}/.work", f"mkdir -p $W/sim {MOUNT}/{DEB}/partial",
         ". /etc/os-release", 'echo "$ID-$VERSION_ID $(dpkg --print-architecture)" > $W/target',
@@ -68,6 +71,8 @@ def script(packages_by_role: Mapping[str, Sequence[str]]) -> str:
         "fi",
         f"rm -rf {MOUNT}/{DEB}/partial {MOUNT}/{DEB}/lock",
     ]
+    if owner:
+        lines.append(f"chown -R {owner} {MOUNT}/{DEB} $W")
     return "\n".join(lines) + "\n"
 
 

@@ -52,7 +52,11 @@ def _build(args: argparse.Namespace) -> int:
         raise SccError(f"inventory {args.inventory} does not exist: pass -i with the inventory a deploy would use")
     data = inventory_json(args.inventory)
     hostvars = build.cluster_hostvars(data, args.inventory)
-    result = build.build(Path(args.output), hostvars, collection_root(), data_dir(), container=args.container_name)
+    try:
+        result = build.build(Path(args.output), hostvars, collection_root(), data_dir(),
+                             container=args.container_name)
+    except OSError as exc:
+        raise SccError(f"bundle {args.output}: {exc}. Fix: pass -o a directory this user can write") from exc
     print("\n".join(build.summary_lines(result)))
     return 0
 

@@ -105,3 +105,12 @@ def test_deploy_bundle_path_checks(tmp_path: Path, capsys: pytest.CaptureFixture
     inv = _inventory(tmp_path, "")
     assert cli.main(["deploy", "-i", str(inv), "--bundle", str(tmp_path)]) == 2
     assert "controller: bundle file wheels/a.whl (a 1, for python36) does not match" in capsys.readouterr().err
+
+
+def test_an_unwritable_output_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    inv = _inventory(tmp_path, "          scc_bundle_roles: [pytorch]\n          cpfs_client_backend: glusterfs\n")
+    assert cli.main(["bundle", "build", "-i", str(inv), "-o", str(blocker / "b")]) == 2
+    err = capsys.readouterr().err
+    assert "Fix: pass -o a directory this user can write" in err and "Traceback" not in err

@@ -37,6 +37,10 @@ def test_script_simulates_each_package_then_downloads_into_the_bundle() -> None:
         in text
     assert "openmpi-bin=4.1.4-3+b1 > $W/sim/openmpi--openmpi-bin=4.1.4-3+b1" in text
     assert "--download-only" in text and "Dir::Cache::archives=/bundle/deb" in text
+    assert "chown" not in text
+    assert d.script({"bert": ["python3-doc"]}, "1000:1000").endswith("chown -R 1000:1000 /bundle/deb $W\n")
+    with pytest.raises(SccError, match="not uid:gid"):
+        d.script({"bert": ["python3-doc"]}, "root; id")
 
 
 @pytest.mark.parametrize("bad", ["x; rm -rf /", "$(id)", "Capital", "a b"])

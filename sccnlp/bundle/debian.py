@@ -45,6 +45,14 @@ def check_names(packages_by_role: Mapping[str, Sequence[str]]) -> None:
                                "role's package setting in the inventory")
 
 
+# Roles whose apt task installs without Recommends (install_recommends: false); the others get apt's default.
+NO_RECOMMENDS = frozenset({"python36", "openmpi", "cpfs_client"})
+
+
+def _flags(role: str) -> str:
+    return "--no-install-recommends" if role in NO_RECOMMENDS else "--install-recommends"
+
+
 def script(packages_by_role: Mapping[str, Sequence[str]], owner: str = "") -> str:
     """The shell script run in the container: target, apt-get update, one simulation per role and package (to name
     a package that does not resolve), then the download of every package that resolved; the files are given to
@@ -54,23 +62,25 @@ def script(packages_by_role: Mapping[str, Sequence[str]], owner: str = "") -> st
         raise SccError(f"owner {owner!r} is not uid:gid")
     lines = [
         "set -u", "export DEBIAN_FRONTEND=noninteractive", f"W={MOUNT}/.work", f"mkdir -p $W/sim {MOUNT}/{DEB}/partial",
+        ": > $W/download.log",
         ". /etc/os-release", 'echo "$ID-$VERSION_ID $(dpkg --print-architecture)" > $W/target',
         "apt-get update -q > $W/update.log 2>&1 || { tail -n 5 $W/update.log >&2; exit 3; }",
-        "ok=''",
     ]
     for role, packages in packages_by_role.items():
+        lines.append("ok=''")
         for package in packages:
             out = f"$W/sim/{role}--{package}"
-            lines.append(f"if apt-get install -s -y --no-install-recommends {shlex.quote(package)} > {out} 2>&1; "
+            lines.append(f"if apt-get install -s -y {_flags(role)} {shlex.quote(package)} > {out} 2>&1; "
                          f"then ok=\"$ok {package}\"; fi")
-    lines += [
-        'if [ -n "$ok" ]; then',
-        f"  apt-get install --download-only -y --no-install-recommends -o APT::Sandbox::User=root "
-        f"-o Dir::Cache::archives={MOUNT}/{DEB} $ok > $W/download.log 2>&1 "
-        "|| { tail -n 5 $W/download.log >&2; exit 4; }",
-        "fi",
-        f"rm -rf {MOUNT}/{DEB}/partial {MOUNT}/{DEB}/lock",
-    ]
+        # One download per role, with the role's Recommends setting; files an earlier role fetched are kept.
+        lines += [
+            'if [ -n "$ok" ]; then',
+            f"  apt-get install --download-only -y {_flags(role)} -o APT::Sandbox::User=root "
+            f"-o Dir::Cache::archives={MOUNT}/{DEB} $ok >> $W/download.log 2>&1 "
+            "|| { tail -n 5 $W/download.log >&2; exit 4; }",
+            "fi",
+        ]
+    lines.append(f"rm -rf {MOUNT}/{DEB}/partial {MOUNT}/{DEB}/lock")
     if owner:
         lines.append(f"chown -R {owner} {MOUNT}/{DEB} $W")
     return "\n".join(lines) + "\n"

@@ -35,6 +35,9 @@ def test_script_simulates_each_package_then_downloads_into_the_bundle() -> None:
     assert "apt-get update" in text
     assert "apt-get install -s -y --no-install-recommends glusterfs-client > $W/sim/cpfs_client--glusterfs-client" \
         in text
+    bert = d.script({"bert": ["python3-doc"]})
+    assert "apt-get install -s -y --install-recommends python3-doc" in bert  # the bert role's apt task keeps them
+    assert "--download-only -y --install-recommends" in bert
     assert "openmpi-bin=4.1.4-3+b1 > $W/sim/openmpi--openmpi-bin=4.1.4-3+b1" in text
     assert "--download-only" in text and "Dir::Cache::archives=/bundle/deb" in text
     assert "chown" not in text

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from sccnlp.bundle import debian, manifest, plan, wheels
+from sccnlp.bundle import debian, manifest, plan, urls, wheels
 from sccnlp.errors import SccError
 
 LOCK_NAME = "pip_lock.yml"
@@ -25,6 +25,7 @@ class Result:
     bundle: Path
     doc: dict[str, Any]
     reused_wheels: int = 0
+    reused_files: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -94,6 +95,17 @@ def build(bundle: Path, hostvars: Mapping[str, Mapping[str, Any]], root: Path, d
     _prune(bundle / wheels.WHEELS, {w.file for w in wanted}, "*")
     result.seconds["wheels"] = time.monotonic() - t1
 
+    files: list[urls.UrlArtefact] = []
+    if the_plan.urls:
+        t3 = time.monotonic()
+        say(f"files named by URL: {len(the_plan.urls)} ({', '.join(sorted({u.setting for u in the_plan.urls}))})")
+        files, url_unfetched, url_reused = urls.fetch(bundle, the_plan.urls)
+        unfetched.update(url_unfetched)
+        result.reused_files = url_reused
+        result.seconds["urls"] = time.monotonic() - t3
+    if (bundle / urls.FILES).is_dir():
+        _prune(bundle / urls.FILES, {Path(u.file).name for u in files}, "*")
+
     arch = platform.split("_", 1)[1]
     debs: list[debian.Deb] = []
     index: list[str] = []
@@ -120,6 +132,8 @@ def build(bundle: Path, hostvars: Mapping[str, Mapping[str, Any]], root: Path, d
     entries = [manifest.entry_for(bundle, f"{wheels.WHEELS}/{w.file}", w.name, w.version, "pypi", w.role)
                for w in got]
     entries += [manifest.entry_for(bundle, d.file, d.name, d.version, "debian", d.role) for d in debs]
+    entries += [manifest.entry_for(bundle, u.file, Path(u.file).name, u.sha256[:12],
+                                   f"url {manifest.safe_source(u.url)}", u.role) for u in files]
     entries += [manifest.entry_for(bundle, f"{debian.DEB}/{name}", "apt-index", release, "bundle", "bundle")
                 for name in index]
     target = {"release": release, "arch": arch, "python": python, "image": the_plan.image}
@@ -142,7 +156,7 @@ def summary_lines(result: Result) -> list[str]:
     lines = [f"bundle {result.bundle}: {s['count']} files, {s['total_bytes'] / 1e6:.1f} MB, for "
              f"{target['release']} {target['arch']} Python {target['python']}"]
     lines += [f"  {role}: {n}" for role, n in sorted(s["by_role"].items())]
-    lines.append(f"reused {result.reused_wheels} wheel(s) already there; "
+    lines.append(f"reused {result.reused_wheels} wheel(s) and {result.reused_files} URL file(s) already there; "
                  + ", ".join(f"{k} {v:.0f} s" for k, v in result.seconds.items()))
     if s["unfetched"]:
         lines.append(f"not in the bundle ({len(s['unfetched'])}):")

@@ -14,10 +14,12 @@ from typing import Any
 
 import yaml
 
+from sccnlp.bundle import urls
 from sccnlp.errors import SccError
 
 # The roles whose installs the bundle covers, in the order site.yml runs them.
-ROLES = ("cpfs_client", "openmpi", "python36", "pytorch", "tensorflow", "ib_check", "bert")
+ROLES = ("cpfs_client", "gpu_driver", "cuda", "nccl", "cudnn", "openmpi", "python36", "pytorch", "tensorflow", "aiacc",
+         "ib_check", "nccl_tests", "bert")
 DEFAULT_IMAGE = "scc-testbed:bookworm"
 RELEASE = "debian-12"
 OS_KEY = "Debian-12"
@@ -41,10 +43,10 @@ _KEYS = (
     "openmpi_method", "cpfs_client_backend", "cpfs_client_cpfs_nfs_package", "cpfs_client_lustre_package",
     "bert_corpus_source", "bert_corpus_debian_package", "bert_corpus_debian_package_version",
     "ib_check_required", "ib_check_install_packages", "ib_check_packages",
-    "gpu_driver_method", "cuda_method", "nccl_method", "cudnn_method", "aiacc_wheel_url", "aiacc_conda_archive",
+    "gpu_driver_method", "cuda_method", "nccl_method", "cudnn_method", *urls.KEYS,
 )
 _DEFAULT_ROLES = ("python36", "pytorch", "tensorflow", "openmpi", "cpfs_client", "bert", "ib_check", "gpu_driver",
-                  "cuda", "nccl", "cudnn", "aiacc")
+                  "cuda", "nccl", "cudnn", "aiacc", "nccl_tests")
 
 
 @dataclass
@@ -56,6 +58,7 @@ class Plan:
     lock_file: str = ""
     image: str = DEFAULT_IMAGE
     unfetched: dict[str, str] = field(default_factory=dict)
+    urls: list[urls.UrlArtefact] = field(default_factory=list)
     nodes: list[str] = field(default_factory=list)
 
     def add_debian(self, role: str, packages: Iterable[str]) -> None:
@@ -210,12 +213,8 @@ def plan_node(node: str, s: Mapping[str, Any], tables: Mapping[str, Any], plan: 
             variant = "cuda" if gpus > 0 else "cpu"
         plan.add_set("tensorflow", str(s.get("tensorflow_pip_lock_set") or f"tensorflow-{variant}"))
 
-    if "openmpi" in roles:
-        if str(s.get("openmpi_method", "package")) == "package":
-            plan.add_debian("openmpi", tables["openmpi"])
-        else:
-            plan.unfetched["openmpi source"] = ("openmpi_method is not 'package': the source tarball is not bundled "
-                                                "yet; use openmpi_method: package for an offline cluster")
+    if "openmpi" in roles and str(s.get("openmpi_method", "package")) == "package":
+        plan.add_debian("openmpi", tables["openmpi"])
 
     if "cpfs_client" in roles:
         backend = str(s.get("cpfs_client_backend") or "")
@@ -245,12 +244,15 @@ def plan_node(node: str, s: Mapping[str, Any], tables: Mapping[str, Any], plan: 
 
     for role in ("gpu_driver", "cuda", "nccl", "cudnn"):
         method = str(s.get(f"{role}_method") or "adopt")
-        if method != "adopt":
-            plan.unfetched[f"{role} ({method})"] = (f"{role}_method {method}: NVIDIA packages, runfiles and wheels are "
-                                                    "not bundled yet; install them beforehand and use adopt")
-    for key in ("aiacc_wheel_url", "aiacc_conda_archive"):
-        if s.get(key):
-            plan.unfetched[key] = "a URL artefact: not bundled yet (set aiacc_wheel_dir to a copied wheel directory)"
+        if role in roles and method in ("package", "pip"):
+            plan.unfetched[f"{role} ({method})"] = (f"{role}_method {method}: NVIDIA's repository packages and wheels "
+                                                    "are not bundled yet; use runfile/tarball URLs with their sha256 "
+                                                    "(bundled) or install them beforehand and use adopt")
+    found, missing = urls.artefacts(node, s, roles)
+    plan.unfetched.update(missing)
+    for item in found:
+        if all(item.file != have.file for have in plan.urls):
+            plan.urls.append(item)
 
 
 def plan_cluster(root: Path, hostvars: Mapping[str, Mapping[str, Any]]) -> Plan:

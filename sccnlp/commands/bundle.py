@@ -21,12 +21,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         bsub, "build", "fetch the nodes' wheels and Debian packages for an inventory, write the manifest",
         details="Reads the inventory and the roles' defaults the way a deploy would, then fetches once: the wheels\n"
                 "of the pip lock's sets for the nodes' Python and platform (pip download, sha256 checked against the\n"
-                "lock) and the Debian packages the roles install, with their dependencies, resolved by apt in a\n"
-                "throwaway container of the nodes' image (scc_bundle_image) and indexed as a flat apt repository.\n"
-                "Writes manifest.json (name, version, source, sha256, size, role) and prints a summary with what\n"
-                "could not be fetched and why. A re-run keeps what verifies and fetches the rest.\n"
-                "Settings (inventory variables): scc_bundle_image [scc-testbed:bookworm], scc_bundle_roles\n"
-                "[all: cpfs_client openmpi python36 pytorch tensorflow ib_check bert].",
+                "lock); the Debian packages the roles install, with their dependencies, resolved by apt in a\n"
+                "throwaway container of the nodes' image (scc_bundle_image) and indexed as a flat apt repository;\n"
+                "and the files the settings name by URL with a sha256 (runfiles, tarballs, an AIACC wheel, a corpus)\n"
+                "into files/. Writes manifest.json (name, version, source, sha256, size, role) and prints a summary\n"
+                "with what could not be fetched and why. A re-run keeps what verifies and fetches the rest.\n"
+                "Settings (inventory variables): scc_bundle_image [scc-testbed:bookworm], scc_bundle_roles [all].",
         examples=["sccnlp bundle build -i inventory/static/hosts.yml",
                   "sccnlp bundle build -i inventory/static/hosts.yml -o /srv/scc-bundle"])
     build.add_argument("-i", "--inventory", required=True, help="the inventory a deploy would use")

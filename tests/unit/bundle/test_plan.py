@@ -54,17 +54,31 @@ def test_a_subset_of_roles_makes_a_small_bundle() -> None:
 
 def test_what_cannot_be_bundled_is_listed_with_the_reason() -> None:
     plan = _plan({"n1": {"cpfs_client_backend": "cpfs_lustre", "cuda_method": "package",
-                         "openmpi_method": "source", "aiacc_wheel_url": "https://user:secret@example.invalid/a.whl"}})
+                         "aiacc_wheel_url": "https://user:secret@example.invalid/a.whl?sig=x"}})
     assert any("linux-headers" in k for k in plan.unfetched)
-    assert "cuda (package)" in plan.unfetched and "openmpi source" in plan.unfetched
-    assert "aiacc_wheel_url" in plan.unfetched and "secret" not in str(plan.unfetched)
+    assert "cuda (package)" in plan.unfetched
+    assert "aiacc_wheel_sha256" in plan.unfetched["aiacc_wheel_url"]
+    assert "secret" not in str(plan.unfetched) and "sig=x" not in str(plan.unfetched)
     assert "build-essential" in plan.debian["cpfs_client"]
+
+
+def test_urls_with_their_sha256_are_planned_once() -> None:
+    sha = "ab" * 32
+    node = {"cpfs_client_backend": "nfs", "openmpi_method": "source", "openmpi_source_checksum": sha,
+            "openmpi_source_url": "https://mirror.example/openmpi-4.1.6.tar.bz2",
+            "cuda_method": "runfile", "cuda_runfile_url": "/srv/local/cuda.run", "cuda_runfile_checksum": sha,
+            "bert_corpus_source": "url", "bert_corpus_url": "https://x.example/c.txt", "bert_corpus_sha256": "f00"}
+    plan = _plan({"n1": node, "n2": dict(node)})
+    assert [(u.role, u.setting, u.file, u.sha256) for u in plan.urls] == [
+        ("openmpi", "openmpi_source_url", "files/openmpi-4.1.6.tar.bz2", sha)]
+    assert "openmpi" not in plan.debian  # a source build, not the packages
+    assert "bert_corpus_sha256" in plan.unfetched["bert_corpus_url"]  # not a sha256: named, not fetched
 
 
 @pytest.mark.parametrize(("hostvars", "words"), [
     ({"n1": {"cpfs_client_backend": "ceph"}}, ["n1", "cpfs_client_backend", "'ceph'", "glusterfs"]),
-    ({"n1": {"cpfs_client_backend": "nfs", "scc_bundle_roles": ["python36", "cuda"]}},
-     ["n1", "scc_bundle_roles", "cuda", "python36"]),
+    ({"n1": {"cpfs_client_backend": "nfs", "scc_bundle_roles": ["python36", "nvidia"]}},
+     ["n1", "scc_bundle_roles", "nvidia", "python36"]),
     ({"n1": {"cpfs_client_backend": "nfs", "python36_version": "3.9"}}, ["n1", "python36_version 3.9", "3.11"]),
     ({"n1": {"cpfs_client_backend": "nfs", "gpu_count": "eight"}}, ["n1", "pytorch_gpu_count", "eight"]),
     ({"n1": {"cpfs_client_backend": "nfs"}, "n2": {"cpfs_client_backend": "nfs", "scc_bundle_image": "other:1"}},

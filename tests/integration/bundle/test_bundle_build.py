@@ -1,7 +1,8 @@
 """A real `sccnlp bundle build` of a small bundle (the python36 role only: its Debian packages resolved by apt in a
 container of the node image, and its wheel from the lock), then: every manifest hash checks out, the deb folder is
 an apt repository a container WITHOUT network installs the packages from, the wheel installs from it with
-`pip --no-index --require-hashes`, a re-run reuses what is there, and a tampered file is refused, named.
+`pip --no-index --require-hashes`, the roles (sources.yml, python36) deploy a node without network from it, a re-run
+reuses what is there, and a tampered file is refused, named, by `bundle verify` and by the node's preflight.
 
 Needs Docker, the node image (sccnlp testbed image) and the package mirrors; it is not part of `make test`: run it
 with SCCNLP_BUNDLE_TEST=1 pytest tests/integration/bundle (about a minute on a quiet machine)."""
@@ -14,11 +15,16 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sccnlp.bundle import plan
+
+ROOT = Path(__file__).resolve().parents[3]
+VENV_BIN = Path(sys.executable).parent
+NODE_DIR = "/srv/scc-bundle"
 
 IMAGE = os.environ.get("SCCNLP_BUNDLE_IMAGE", plan.DEFAULT_IMAGE)
 
@@ -88,7 +94,54 @@ def test_offline_container_installs_from_the_bundle(bundle: Path) -> None:
     assert f"yaml {wheel['version']}" in proc.stdout
 
 
-def test_rerun_reuses_and_tampering_is_refused_naming_the_file(bundle: Path) -> None:
+@pytest.fixture(scope="module")
+def node(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A node container without any network, the bundle mounted read-only at NODE_DIR; Ansible reaches it through
+    the docker connection."""
+    name = f"bnd-node-{os.getpid()}"
+    subprocess.run(["docker", "run", "-d", "--network", "none", "--name", name, "-v", f"{bundle}:{NODE_DIR}:ro",
+                    "--entrypoint", "sleep", IMAGE, "infinity"], check=True, capture_output=True, timeout=120)
+    tmp = tmp_path_factory.mktemp("node")
+    coll = tmp / "collections" / "ansible_collections" / "scc"
+    coll.mkdir(parents=True)
+    (coll / "nlp_training").symlink_to(ROOT)
+    (tmp / "inventory.ini").write_text(
+        f"[scc_cluster]\nbnd-node ansible_connection=community.docker.docker ansible_host={name} "
+        "ansible_python_interpreter=/usr/bin/python3\n")
+    (tmp / "play.yml").write_text(
+        f"- name: Package sources\n  ansible.builtin.import_playbook: {ROOT}/playbooks/sources.yml\n"
+        "- name: The training interpreter\n  hosts: scc_cluster\n  gather_facts: true\n"
+        "  roles:\n    - role: scc.nlp_training.python36\n")
+    try:
+        yield name, tmp
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False, timeout=120)
+
+
+def _deploy(tmp: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp / "collections"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), PATH=f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}")
+    return subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", str(tmp / "inventory.ini"), str(tmp / "play.yml"),
+                           "-e", f"scc_bundle_dir={NODE_DIR}"], capture_output=True, text=True, env=env, cwd=tmp,
+                          timeout=900, check=False)
+
+
+def test_the_roles_deploy_a_node_without_network_from_the_bundle(bundle: Path, node: tuple[str, Path]) -> None:
+    name, tmp = node
+    proc = _deploy(tmp)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    wheel = next(e for e in _doc(bundle)["entries"] if e["source"] == "pypi")
+    probe = subprocess.run(["docker", "exec", name, "/opt/scc/venv/bin/python", "-c",
+                            "import yaml; print(yaml.__version__)"], capture_output=True, text=True, check=False)
+    assert probe.stdout.strip() == wheel["version"], probe.stderr
+    conf = subprocess.run(["docker", "exec", name, "cat", "/etc/pip.conf"], capture_output=True, text=True,
+                          check=False).stdout
+    assert f"{NODE_DIR}/wheels" in conf and "no-index = true" in conf
+    again = _deploy(tmp)
+    assert again.returncode == 0 and " changed=0 " in again.stdout, again.stdout[-3000:]
+
+
+def test_rerun_reuses_and_tampering_is_refused_naming_the_file(bundle: Path, node: tuple[str, Path]) -> None:
     inv = (bundle.parent / "inventory").read_text()
     before = _doc(bundle)["entries"]
     proc = _sccnlp("bundle", "build", "-i", inv, "-o", str(bundle), "--container-name", f"bnd-it2-{os.getpid()}")
@@ -108,3 +161,8 @@ def test_rerun_reuses_and_tampering_is_refused_naming_the_file(bundle: Path) -> 
     assert f"bundle file {victim['file']} ({victim['name']} {victim['version']}, for {victim['role']}) does not " \
            "match the manifest" in proc.stderr
     assert "Traceback" not in proc.stderr
+    _name, tmp = node
+    refused = _deploy(tmp)
+    out = " ".join((refused.stdout + refused.stderr).split())
+    assert refused.returncode != 0
+    assert f"bnd-node: bundle files in {NODE_DIR} do not match the manifest: {victim['file']}: FAILED" in out

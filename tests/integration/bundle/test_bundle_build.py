@@ -9,6 +9,7 @@ with SCCNLP_BUNDLE_TEST=1 pytest tests/integration/bundle (about a minute on a q
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -94,14 +95,13 @@ def test_offline_container_installs_from_the_bundle(bundle: Path) -> None:
     assert f"yaml {wheel['version']}" in proc.stdout
 
 
-@pytest.fixture(scope="module")
-def node(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """A node container without any network, the bundle mounted read-only at NODE_DIR; Ansible reaches it through
-    the docker connection."""
+@contextlib.contextmanager
+def _node(bundle: Path, tmp: Path) -> Iterator[tuple[str, Path]]:
+    """A node container without any network, the bundle mounted read-only at NODE_DIR, removed afterwards (one
+    container at a time); Ansible reaches it through the docker connection."""
     name = f"bnd-node-{os.getpid()}"
     subprocess.run(["docker", "run", "-d", "--network", "none", "--name", name, "-v", f"{bundle}:{NODE_DIR}:ro",
                     "--entrypoint", "sleep", IMAGE, "infinity"], check=True, capture_output=True, timeout=120)
-    tmp = tmp_path_factory.mktemp("node")
     coll = tmp / "collections" / "ansible_collections" / "scc"
     coll.mkdir(parents=True)
     (coll / "nlp_training").symlink_to(ROOT)
@@ -126,8 +126,12 @@ def _deploy(tmp: Path) -> subprocess.CompletedProcess[str]:
                           timeout=900, check=False)
 
 
-def test_the_roles_deploy_a_node_without_network_from_the_bundle(bundle: Path, node: tuple[str, Path]) -> None:
-    name, tmp = node
+def test_the_roles_deploy_a_node_without_network_from_the_bundle(bundle: Path, tmp_path: Path) -> None:
+    with _node(bundle, tmp_path) as (name, tmp):
+        _deploy_twice(bundle, name, tmp)
+
+
+def _deploy_twice(bundle: Path, name: str, tmp: Path) -> None:
     proc = _deploy(tmp)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     wheel = next(e for e in _doc(bundle)["entries"] if e["source"] == "pypi")
@@ -141,7 +145,7 @@ def test_the_roles_deploy_a_node_without_network_from_the_bundle(bundle: Path, n
     assert again.returncode == 0 and " changed=0 " in again.stdout, again.stdout[-3000:]
 
 
-def test_rerun_reuses_and_tampering_is_refused_naming_the_file(bundle: Path, node: tuple[str, Path]) -> None:
+def test_rerun_reuses_and_tampering_is_refused_naming_the_file(bundle: Path, tmp_path: Path) -> None:
     inv = (bundle.parent / "inventory").read_text()
     before = _doc(bundle)["entries"]
     proc = _sccnlp("bundle", "build", "-i", inv, "-o", str(bundle), "--container-name", f"bnd-it2-{os.getpid()}")
@@ -161,8 +165,8 @@ def test_rerun_reuses_and_tampering_is_refused_naming_the_file(bundle: Path, nod
     assert f"bundle file {victim['file']} ({victim['name']} {victim['version']}, for {victim['role']}) does not " \
            "match the manifest" in proc.stderr
     assert "Traceback" not in proc.stderr
-    _name, tmp = node
-    refused = _deploy(tmp)
+    with _node(bundle, tmp_path) as (_name, tmp):
+        refused = _deploy(tmp)
     out = " ".join((refused.stdout + refused.stderr).split())
     assert refused.returncode != 0
     assert f"bnd-node: bundle files in {NODE_DIR} do not match the manifest: {victim['file']}: FAILED" in out

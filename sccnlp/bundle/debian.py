@@ -118,7 +118,7 @@ def parse_packages(text: str) -> list[dict[str, str]]:
             if line[:1] in (" ", "\t") and key:
                 fields[key] += "\n" + line
             elif ":" in line:
-                key, _, value = line.partition(":")
+                key, _sep, value = line.partition(":")
                 fields[key] = value.strip()
         if fields:
             out.append(fields)
@@ -213,7 +213,7 @@ def collect(bundle: Path, packages_by_role: Mapping[str, Sequence[str]]) -> tupl
                 wanted.setdefault(name, (version, role))
     files = {}
     for deb in sorted(folder.glob("*.deb")):
-        name, _, rest = deb.name.partition("_")
+        name, _sep, rest = deb.name.partition("_")
         version = rest.rsplit("_", 1)[0].replace("%3a", ":")
         if name in wanted and wanted[name][0] == version:
             files[name] = deb.name

@@ -22,7 +22,7 @@ VENV_BIN = Path(sys.executable).parent
 def _distribution_target() -> dict[str, str]:
     release = {}
     for line in Path("/etc/os-release").read_text().splitlines():
-        key, _, value = line.partition("=")
+        key, _sep, value = line.partition("=")
         release[key] = value.strip('"')
     return {"release": f"{release.get('ID', '')}-{release.get('VERSION_ID', '').split('.')[0]}",
             "arch": platform.machine(), "python": f"{sys.version_info.major}.{sys.version_info.minor}"}

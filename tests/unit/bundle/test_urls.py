@@ -33,7 +33,7 @@ def test_a_different_file_is_not_kept_and_credentials_are_not_shown(tmp_path: Pa
         dest.write_bytes(b"a substitute")
 
     item = _item("https://user:s3cret@mirror.example/openmpi-4.1.6.tar.bz2?X-Sig=abc")
-    done, unfetched, _ = u.fetch(tmp_path, [item], download=download)
+    done, unfetched, _reused = u.fetch(tmp_path, [item], download=download)
     why = unfetched["openmpi_source_url"]
     assert not done and "https://mirror.example/openmpi-4.1.6.tar.bz2 has sha256" in why
     assert "s3cret" not in why and "X-Sig" not in why
@@ -45,7 +45,7 @@ def test_a_failed_download_is_named_without_credentials(tmp_path: Path) -> None:
         raise OSError(f"connection refused for {url}")
 
     item = _item("https://user:s3cret@mirror.example/x.tar.bz2")
-    _done, unfetched, _ = u.fetch(tmp_path, [item], download=download)
+    _done, unfetched, _reused = u.fetch(tmp_path, [item], download=download)
     assert unfetched["openmpi_source_url"].startswith("https://mirror.example/x.tar.bz2: ")
 
 

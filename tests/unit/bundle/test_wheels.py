@@ -105,7 +105,7 @@ def test_a_changed_file_is_fetched_again(tmp_path: Path) -> None:
 
 def test_a_file_the_index_changed_is_removed_and_named(tmp_path: Path) -> None:
     pip = FakePip({"a-1-py3-none-any.whl": A, "b-2-cp311-cp311-manylinux_2_17_x86_64.whl": b"other bytes"})
-    done, unfetched, _ = _fetch(tmp_path, pip)
+    done, unfetched, _reused = _fetch(tmp_path, pip)
     assert [x.name for x in done] == ["a"]
     assert "differs from the lock" in unfetched["b-2-cp311-cp311-manylinux_2_17_x86_64.whl"]
     assert not (tmp_path / "wheels" / "b-2-cp311-cp311-manylinux_2_17_x86_64.whl").exists()
@@ -113,7 +113,7 @@ def test_a_file_the_index_changed_is_removed_and_named(tmp_path: Path) -> None:
 
 def test_a_failed_download_is_named_per_file_without_credentials(tmp_path: Path) -> None:
     pip = FakePip({"a-1-py3-none-any.whl": A})
-    done, unfetched, _ = _fetch(tmp_path, pip)
+    done, unfetched, _reused = _fetch(tmp_path, pip)
     assert [x.name for x in done] == ["a"]
     why = unfetched["b-2-cp311-cp311-manylinux_2_17_x86_64.whl"]
     assert "No matching distribution for b" in why and "secret" not in why

@@ -1,0 +1,33 @@
+"""Where the offline bundle enters the play chain: its checks run in the preflight phase (before any change), and
+its package sources are set after the cluster wiring and before the first phase that installs packages."""
+
+from __future__ import annotations
+
+import yaml
+
+from sccnlp.paths import collection_root
+
+ROOT = collection_root()
+
+
+def test_sources_come_before_every_installing_phase() -> None:
+    site = yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text())
+    order = [_stem(entry["ansible.builtin.import_playbook"]) for entry in site]
+    assert order.index("sources") < order.index("storage") < order.index("runtime")
+    assert order.index("preflight") < order.index("sources")
+
+
+def test_the_preflight_checks_the_bundle_first() -> None:
+    plays = yaml.safe_load((ROOT / "playbooks" / "preflight.yml").read_text())
+    loops = [task.get("loop") for play in plays for task in play.get("tasks") or [] if task.get("loop")]
+    assert any(loop[0] == "bundle_source" for loop in loops)
+
+
+def test_knobs_carry_the_bundle_setting() -> None:
+    knobs = yaml.safe_load((ROOT / "playbooks" / "knobs.yml").read_text())
+    facts = knobs[0]["tasks"][0]["ansible.builtin.set_fact"]
+    assert facts["scc_bundle_dir"] == "{{ scc_bundle_dir | default('') }}"
+
+
+def _stem(path: str) -> str:
+    return path.rsplit("/", 1)[-1].removesuffix(".yml")

@@ -62,9 +62,21 @@ def script(packages_by_role: Mapping[str, Sequence[str]], owner: str = "") -> st
         raise SccError(f"owner {owner!r} is not uid:gid")
     lines = [
         "set -u", "export DEBIAN_FRONTEND=noninteractive", f"W={MOUNT}/.work", f"mkdir -p $W/sim {MOUNT}/{DEB}/partial",
-        ": > $W/download.log",
+        ": > $W/download.log", ": > $W/removed.txt",
         ". /etc/os-release", 'echo "$ID-$VERSION_ID $(dpkg --print-architecture)" > $W/target',
         "apt-get update -q > $W/update.log 2>&1 || { tail -n 5 $W/update.log >&2; exit 3; }",
+        # apt keeps a file already in the archives folder when its size is right: first remove every file whose
+        # sha256 is not the one the mirror's (signed) index gives for that package and version.
+        f"for f in {MOUNT}/{DEB}/*.deb; do",
+        '  [ -e "$f" ] || continue',
+        '  p=$(dpkg-deb -f "$f" Package 2>/dev/null); v=$(dpkg-deb -f "$f" Version 2>/dev/null)',
+        '  if [ -n "$p" ] && [ -n "$v" ]; then echo "$p=$v $(sha256sum "$f" | cut -d " " -f 1) $f"; '
+        'else echo "- - $f"; fi',
+        "done > $W/have.txt",
+        "grep -v '^- ' $W/have.txt | cut -d ' ' -f 1 | xargs -r apt-cache show --no-all-versions 2>/dev/null "
+        "| awk '/^Package: /{p=$2} /^Version: /{v=$2} /^SHA256: /{print p \"=\" v \" \" $2}' > $W/want.txt",
+        'while read -r pv have f; do grep -qxF "$pv $have" $W/want.txt || { echo "$f" >> $W/removed.txt; '
+        'rm -f "$f"; }; done < $W/have.txt',
     ]
     for role, packages in packages_by_role.items():
         lines.append("ok=''")

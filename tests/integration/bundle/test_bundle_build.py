@@ -2,7 +2,8 @@
 container of the node image, and its wheel from the lock), then: every manifest hash checks out, the deb folder is
 an apt repository a container WITHOUT network installs the packages from, the wheel installs from it with
 `pip --no-index --require-hashes`, the roles (sources.yml, python36) deploy a node without network from it, a re-run
-reuses what is there, and a tampered file is refused, named, by `bundle verify` and by the node's preflight.
+reuses what is there, a tampered file is refused, named, by `bundle verify` and by the node's preflight, and the
+next build replaces it.
 
 Needs Docker, the node image (sccnlp testbed image) and the package mirrors; it is not part of `make test`: run it
 with SCCNLP_BUNDLE_TEST=1 pytest tests/integration/bundle (about a minute on a quiet machine)."""
@@ -170,3 +171,9 @@ def test_rerun_reuses_and_tampering_is_refused_naming_the_file(bundle: Path, tmp
     out = " ".join((refused.stdout + refused.stderr).split())
     assert refused.returncode != 0
     assert f"bnd-node: bundle files in {NODE_DIR} do not match the manifest: {victim['file']}: FAILED" in out
+
+    # A re-run repairs it: the file is checked against the mirror's index (apt alone keeps a file of the right size).
+    proc = _sccnlp("bundle", "build", "-i", inv, "-o", str(bundle), "--container-name", f"bnd-it3-{os.getpid()}")
+    assert proc.returncode == 0, proc.stderr
+    assert hashlib.sha256((bundle / victim["file"]).read_bytes()).hexdigest() == victim["sha256"]
+    assert _sccnlp("bundle", "verify", str(bundle)).returncode == 0

@@ -8,10 +8,12 @@ for the container name.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -81,14 +83,24 @@ def tool(name: str) -> str:
     return found
 
 
-def write_inventory(tmp_path: Path, nodes: dict[str, str], bricks: Optional[list[str]] = None) -> Path:
-    """The scenario's group and host settings for these nodes (name -> management IP), as a static inventory."""
+def write_inventory(tmp_path: Path, nodes: dict[str, str], bricks: Optional[list[str]] = None,
+                    silent: tuple[str, ...] = (), over_ssh: Optional[dict[str, dict[str, str]]] = None) -> Path:
+    """The scenario's group and host settings for these nodes (name -> management IP), as a static inventory.
+    Nodes in `silent` are reached over ssh at their address, where nothing answers: UNREACHABLE, as on a real
+    cluster. Nodes in `over_ssh` (name -> host settings, from ssh_access) are reached over ssh, so that a node that
+    stops answering is UNREACHABLE as on a real cluster: the docker connection, which pipelines, reports a stopped
+    container as a FAILED task instead."""
     inv = tmp_path / "inventory"
     (inv / "group_vars").mkdir(parents=True)
     (inv / "group_vars/scc_cluster.yml").write_text(
         (SCENARIO_DIR / "inventory/group_vars/scc_cluster.yml").read_text())
     hosts = {name: {"ansible_connection": "community.docker.docker", "ansible_host": ip, "ansible_docker_host": name}
              for name, ip in nodes.items()}
+    for name in silent:
+        hosts[name] = {"ansible_connection": "ssh", "ansible_host": nodes[name],
+                       "ansible_ssh_common_args": "-o ConnectTimeout=5"}
+    for name, settings in (over_ssh or {}).items():
+        hosts[name] = {"ansible_host": nodes[name], **settings}
     groups = {"scc_cluster": {"hosts": hosts}}
     if bricks is not None:
         groups["clu_bricks"] = {"hosts": {b: {} for b in bricks}}
@@ -98,7 +110,8 @@ def write_inventory(tmp_path: Path, nodes: dict[str, str], bricks: Optional[list
 
 def playbook(inv: Path, book: str, *args: str, timeout: int = 1800, on_start=None) -> Run:
     """ansible-playbook BOOK (playbooks/<book>, or a path) with one known output format whatever molecule's
-    environment sets; on_start(process, output_so_far) is called as output arrives (to act during the run)."""
+    environment sets; on_start(process, output_so_far) is called as output arrives (to act during the run);
+    env: extra environment settings."""
     import time
 
     env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default",
@@ -116,6 +129,28 @@ def playbook(inv: Path, book: str, *args: str, timeout: int = 1800, on_start=Non
             on_start = None
     rc = proc.wait(timeout=timeout)
     return Run(rc, "".join(out), "", time.monotonic() - t0)
+
+
+@contextlib.contextmanager
+def ssh_access(tmp_path: Path, host: testinfra.host.Host, ip: str):
+    """Root ssh from the controller to one node for the length of a test: a key pair of the test's own in the node's
+    authorized_keys (removed afterwards, leaving the file as it was), the node's real host key in a known_hosts file
+    of the test (strict checking), and no connection sharing (a stopped node must fail the next task at once, not
+    hang on a shared connection). Yields the inventory host settings."""
+    key = tmp_path / "controller_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "day2-test", "-f", str(key)], check=True)
+    public = key.with_suffix(".pub").read_text().strip()
+    (tmp_path / "known_hosts").write_text(
+        f"{ip} {' '.join(host.check_output('cat /etc/ssh/ssh_host_ed25519_key.pub').split()[:2])}\n")
+    saved = host.file("/root/.ssh/authorized_keys").content_string
+    host.check_output(f"echo {shlex.quote(public)} >> /root/.ssh/authorized_keys")
+    try:
+        yield {"ansible_connection": "ssh", "ansible_user": "root", "ansible_ssh_private_key_file": str(key),
+               "ansible_ssh_args": "-o ControlMaster=no -o ServerAliveInterval=5 -o ServerAliveCountMax=2",
+               "ansible_ssh_common_args": f"-o UserKnownHostsFile={tmp_path / 'known_hosts'} "
+                                          "-o StrictHostKeyChecking=yes -o ConnectTimeout=5"}
+    finally:
+        host.check_output(f"printf %s {shlex.quote(saved)} > /root/.ssh/authorized_keys")
 
 
 def file_hashes(host: testinfra.host.Host, paths=CLUSTER_FILES) -> dict[str, str]:

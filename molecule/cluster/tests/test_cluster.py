@@ -1,10 +1,11 @@
-"""What a person checks by hand on a freshly wired cluster (molecule scenarios `cluster`, 3 nodes; `cluster8`, 8)."""
+"""What a person checks by hand on a freshly wired cluster (molecule scenario `cluster`, eight nodes)."""
 
 from __future__ import annotations
 
 import json
 import re
 import secrets
+import shlex
 import subprocess
 
 import pytest
@@ -168,3 +169,31 @@ def test_unreachable_mount_source_fails_with_mount_error_and_fstab_untouched(tmp
     assert "/etc/fstab was not changed" in msg and "Fix:" in msg
     assert hosts[NAMES[1]].file("/etc/fstab").content_string == before
     assert hosts[NAMES[1]].run("findmnt /mnt/clu-bad").rc == 1
+
+
+def test_verify_names_a_wrong_address_and_a_node_without_sshd(tmp_path, hosts):
+    """The cluster role's own checks can fail: a stale /etc/hosts line ahead of the block on one node, sshd stopped
+    on another; each node's failure names the pair and what it saw."""
+    stale, wrong, silent = NAMES[0], NAMES[1], NAMES[-1]
+    node = hosts[stale]
+    saved = node.file("/etc/hosts").content_string
+    # /etc/hosts is Docker's bind mount: rewritten in place.
+    node.check_output(f"{{ echo '10.91.0.99 {wrong}'; cat /etc/hosts; }} > /tmp/hosts && cat /tmp/hosts > /etc/hosts")
+    hosts[silent].check_output("systemctl stop ssh.socket ssh.service 2>/dev/null; systemctl stop ssh")
+    try:
+        run = playbook(write_inventory(tmp_path, NODES), "cluster.yml", "--tags", "cluster_verify")
+    finally:
+        node.check_output(f"printf %s {shlex.quote(saved)} > /etc/hosts")
+        hosts[silent].check_output("systemctl start ssh")
+    assert run.rc == 2, run.tail()
+    failed = dict(run.failures)
+    assert sorted(failed) == sorted(n for n in NAMES if n != silent), run.tail()
+    assert f"cluster on {stale}: {wrong} resolves to 10.91.0.99, not {NODES[wrong]}" in failed[stale]["msg"]
+    for name in NAMES:
+        if name in (stale, silent):
+            continue
+        msg = " ".join(failed[name]["msg"].split())
+        assert msg.startswith(f"cluster: ssh from {name} failed: to {silent} (rc 255, printed \"\", expected "
+                              f"\"{silent}\"): ssh: connect to host {silent}"), msg
+        assert "Fix: check that sshd runs on those nodes" in msg
+    assert node.file("/etc/hosts").content_string == saved

@@ -1,9 +1,8 @@
-"""Day-2 operations on the converged cluster (three nodes in `cluster`, eight in `cluster8`), in the order a cluster
-sees them; the tests run in file order and each leaves the cluster as it found it (asserted by the cluster files'
-hashes): a run limited to one node, a new node nobody can reach, validation blaming the node without the mount,
-refusing to remove a node that holds a brick, adding a node and removing it again. Each asserts on the nodes' files
-(hashes), the recap and mpirun. A node lost in the middle of a deploy (two converges, about 8 minutes) is not in this
-file yet: its test (git history, "day-2 cases back on the converged cluster") has not run to the end on this machine.
+"""Day-2 operations on the converged eight-node cluster, in the order a cluster sees them; the tests run in file
+order and each leaves the cluster as it found it (asserted by the cluster files' hashes): a run limited to one node,
+a new node nobody can reach, validation blaming the node without the mount, a node lost in the middle of a deploy and
+the re-run that completes it, refusing to remove a node that holds a brick, adding a node and removing it again. Each
+asserts on the nodes' files (hashes), the recap and mpirun.
 
 Every run's wall time goes to $MOLECULE_EPHEMERAL_DIRECTORY/day2-times.json (docs/BENCHMARKS.md).
 """
@@ -28,6 +27,7 @@ from conftest import (
     mpirun_hostname,
     platforms,
     playbook,
+    ssh_access,
     write_inventory,
 )
 
@@ -36,7 +36,7 @@ NODES = {name: p["networks"][0]["ipv4_address"] for name, p in PLATFORMS.items()
 NAMES = list(NODES)
 BRICKS = [name for name, p in PLATFORMS.items() if "clu_bricks" in p.get("groups", [])]
 CLIENTS = [name for name in NAMES if name not in BRICKS]
-LIMITED = CLIENTS[0]   # a client-only node: clu-node3 (cluster), clu-node4 (cluster8)
+LIMITED, LOST = CLIENTS[0], CLIENTS[-1]   # client-only nodes: clu-node4 and clu-node8
 NEW, NEW_IP = "clu-node9", "10.91.0.19"
 # The cluster files before the day-2 cases: every case ends with them (a case that fails may leave them changed).
 ORIGINAL: dict[str, dict[str, str]] = {}
@@ -86,8 +86,8 @@ def test_limit_to_one_node_writes_what_a_full_run_writes(tmp_path, hosts):
 
 def test_a_new_node_nobody_can_reach_is_not_written_into_the_cluster_files(tmp_path, hosts):
     before = _everywhere(hosts, NAMES)
-    ghost = "clu-ghost"   # no such container: the docker connection cannot reach it
-    inv = write_inventory(tmp_path, {**NODES, ghost: "10.91.0.99"})
+    ghost = "clu-ghost"   # nothing answers on its address
+    inv = write_inventory(tmp_path, {**NODES, ghost: "10.91.0.99"}, silent=(ghost,))
     run = _timed("unreachable_new_node_cluster_yml", playbook(inv, "cluster.yml"))
     assert run.rc == 4, run.tail()
     assert run.recap[ghost]["unreachable"] == 1, run.recap
@@ -121,6 +121,51 @@ def test_validation_blames_the_node_without_the_shared_storage(tmp_path, hosts):
     report = json.loads((tmp_path / "report/fragments" / f"{NAMES[0]}.json").read_text())
     seen = next(c for c in report["cluster"]["checks"] if c["name"] == "shared_storage_visible")
     assert seen["status"] == "fail" and f"not seen (same size) by {node}" in seen["detail"], seen
+
+
+def test_a_node_lost_mid_deploy_is_named_and_a_rerun_completes_it(tmp_path, hosts):
+    """site.yml's chain limited to three nodes (the first node, which runs the cluster-wide checks, a client and the
+    node that is lost) and the controller's plays, so that the two runs fit in make test; a limited run wires, mounts
+    and validates its nodes against the whole cluster's files, and the nodes outside it must come out untouched."""
+    run_on = [NAMES[0], CLIENTS[0], LOST]
+    before = _everywhere(hosts, NAMES)
+    with ssh_access(tmp_path, hosts[LOST], NODES[LOST]) as lost_over_ssh:
+        inv = write_inventory(tmp_path, NODES, over_ssh={LOST: lost_over_ssh})
+        _lose_a_node_and_rerun(tmp_path, hosts, run_on, inv)
+    assert _everywhere(hosts, NAMES) == before
+    assert mpirun_hostname(hosts[NAMES[0]]) == sorted(NAMES)
+
+
+def _lose_a_node_and_rerun(tmp_path, hosts, run_on, inv) -> None:
+
+    def lose_the_node(_proc, out: str) -> bool:
+        if "PLAY [Mount the shared storage]" not in out:
+            return False
+        subprocess.run(["docker", "stop", "-t", "1", LOST], check=True, capture_output=True)
+        return True
+
+    limit = ("--limit", ",".join([*run_on, "localhost"]))   # localhost: the inventory check and the report
+    try:
+        lost = _timed("site_node_lost", playbook(inv, CONVERGE, *limit, *_report(tmp_path), on_start=lose_the_node))
+    finally:
+        subprocess.run(["docker", "start", LOST], check=True, capture_output=True)
+    assert lost.rc == 4, lost.tail()
+    assert lost.recap[LOST]["unreachable"] == 1, lost.recap
+    assert set(lost.recap) == {*run_on, "localhost"}, lost.recap
+    for name in run_on[:-1]:
+        assert (lost.recap[name]["failed"], lost.recap[name]["unreachable"]) == (0, 0), lost.recap
+    # The other nodes finished: their validation fragments came back; the cluster checks name the missing node.
+    flat = " ".join(lost.stdout.split())
+    assert flat.count("every check passed or was skipped with a reason") == len(run_on) - 1, lost.tail()
+    assert f"not reached in this run: {LOST} (start the node or fix its connection, then run again)" in flat
+    # Back again: systemd up, then the same command completes it and changes nothing on the others.
+    _wait_for_systemd(LOST)
+    again = _timed("site_rerun_after_lost", playbook(inv, CONVERGE, *limit, *_report(tmp_path)))
+    assert again.rc == 0, again.tail()
+    for name in run_on[:-1]:
+        assert again.recap[name]["changed"] == 0, again.recap
+    assert again.recap[LOST]["changed"] > 0, again.recap   # what it missed (Docker also rewrote its /etc/hosts)
+    assert hosts[LOST].check_output(f"findmnt -n -o FSTYPE --mountpoint {MOUNTPOINT}") == "fuse.glusterfs"
 
 
 def _wait_for_systemd(name: str) -> None:

@@ -15,7 +15,7 @@ bootstrap:
 demo: bootstrap
 	$(BIN)/sccnlp up
 
-## What CI runs: lint, ansible-test sanity, unit tests, loopback integration tests, the 8-node cluster scenario beside the GPU-stack and runtime ones, and the demo end to end (e2e) at the same time.
+## What CI runs: lint, ansible-test sanity, unit tests, loopback integration tests, the 3-node cluster scenario, the GPU-stack and runtime ones, the demo end to end (e2e).
 test: bootstrap
 	./scripts/test.sh
 

@@ -1,7 +1,5 @@
 #!/usr/bin/env bash
-# The test command (README, CI). Stages: lint, sanity, unit, molecule, e2e (all five when none is named; molecule
-# and e2e then run side by side, as the stage molecule+e2e: each brings up its own containers, and the e2e test bed's
-# waits (reboots, downloads, training) overlap the molecule cluster's module runs on the two cores).
+# The test command (README, CI). Stages: lint, sanity, unit, molecule, e2e (all five when none is named).
 # sanity = ansible-test sanity (the checks Galaxy holds collections to), offline, through scripts/sanity.sh.
 # e2e = `sccnlp up` (what `make demo` does) on a fresh test bed with the short BERT run, then the test-bed tests.
 # Each stage prints its time; containers and networks made here are removed on exit.
@@ -14,14 +12,14 @@ export ANSIBLE_COLLECTIONS_PATH=${SCCNLP_COLLECTIONS_PATH:-/tmp/sccnlp-collectio
 export SCCNLP_COLLECTIONS_PATH=$ANSIBLE_COLLECTIONS_PATH
 export PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
 # Scenarios CI runs, in order (each `molecule test`: create, prepare, converge, idempotence, a check-mode run that
-# must change nothing, verify, destroy). Scenarios joined by + run at the same time; their logs are printed one after
-# the other when all have ended. The eight-node cluster keeps the two cores busy with Ansible's module runs;
-# gpu_stack and runtime mostly wait on package downloads, so they run beside it rather than after it.
-MOLECULE_SCENARIOS=${MOLECULE_SCENARIOS:-cluster+gpu_stack+runtime}
+# must change nothing, verify, destroy). Scenarios joined by + run at the same time (small ones that mostly wait on
+# package downloads); their logs are printed one after the other when all have ended. molecule/cluster8 (the same
+# cases at eight nodes) is run by name: on two cores its module runs alone take longer than CI's budget holds.
+MOLECULE_SCENARIOS=${MOLECULE_SCENARIOS:-cluster gpu_stack+runtime}
 E2E_TESTBED=ci-e2e
 
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(lint sanity unit molecule+e2e)
+[ ${#stages[@]} -gt 0 ] || stages=(lint sanity unit molecule e2e)
 
 declare -A took
 # Only what the stages of this run made is removed (another run's molecule cluster or test bed stays).
@@ -37,39 +35,9 @@ run_stage() {
   local name=$1 t0
   t0=$(date +%s)
   echo "=== stage $name"
-  if [[ $name == *+* ]]; then stages_together "${name//+/ }" || return 1; else "stage_$name" || return 1; fi
+  "stage_$name" || return 1
   took[$name]=$(( $(date +%s) - t0 ))
   echo "=== stage $name: ok in ${took[$name]} s"
-}
-
-# stages_together "A B": run the stages at the same time, each into its own log (printed when both have ended, with
-# its own time); their pytest counts come back through a file. The test-bed image is built once, before either
-# needs it.
-stages_together() {
-  local dir s p f k rc=0
-  dir=$(mktemp -d)
-  declare -A pids
-  sccnlp testbed image || return 1
-  for s in $1; do
-    declare -g "took_${s}_started=1"
-    # shellcheck disable=SC2030,SC2031  # the counts of the subshell are handed back through the file
-    ( n_passed=0 n_failed=0 n_skipped=0
-      if run_stage "$s"; then st=0; else st=1; echo "=== stage $s: FAILED"; fi
-      echo "$n_passed $n_failed $n_skipped" >"$dir/$s.counts"
-      exit "$st" ) >"$dir/$s.log" 2>&1 &
-    pids[$s]=$!
-  done
-  for s in $1; do
-    wait "${pids[$s]}" || rc=1
-    cat "$dir/$s.log"
-    if [ -f "$dir/$s.counts" ]; then
-      read -r p f k <"$dir/$s.counts"
-      # shellcheck disable=SC2031  # the parent's counts, summed here
-      { n_passed+=$p; n_failed+=$f; n_skipped+=$k; }
-    fi
-  done
-  rm -rf "$dir"
-  return "$rc"
 }
 
 # Stages run inside `if`, where `set -e` does not apply: each chains its commands with &&.
@@ -143,8 +111,8 @@ molecule_together() {
 
 stage_e2e() {
   took_e2e_started=1
-  # The report goes beside the test bed, not into the checkout's validate-report/ (the molecule cluster's own
-  # validation writes there when the two stages run side by side).
+  # The report goes beside the test bed, not into the checkout's validate-report/ (where the molecule cluster's own
+  # validation writes).
   sccnlp up --name "$E2E_TESTBED" --subnet 10.87.0.0/24 --report-dir "$(mktemp -d)/validate-report" || return 1
   local inv
   inv=$(sccnlp testbed inventory --name "$E2E_TESTBED")

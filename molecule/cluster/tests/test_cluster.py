@@ -1,4 +1,4 @@
-"""What a person checks by hand on a freshly wired cluster (molecule scenario `cluster`, eight nodes)."""
+"""What a person checks by hand on a freshly wired cluster (molecule scenarios `cluster`, 3 nodes; `cluster8`, 8)."""
 
 from __future__ import annotations
 

@@ -74,7 +74,9 @@ stage_unit() {
   unit_failed=0
   for dir in tests/unit/*/ tests/integration/*/; do
     echo "--- pytest $dir"
-    run_pytest -m "not testbed" "$dir"
+    # bundle: builds a real offline bundle, opt-in (SCCNLP_BUNDLE_TEST=1 pytest tests/integration/bundle); deselected
+    # here rather than reported as skipped.
+    run_pytest -m "not testbed and not bundle" "$dir"
   done
   [ "$unit_failed" = 0 ]
 }

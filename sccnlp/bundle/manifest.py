@@ -7,7 +7,6 @@ the URL with any user info and query removed."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -16,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from sccnlp.errors import SccError
+from sccnlp.piplock import sha256_file  # the lock and the bundle hash files the same way
 
 SCHEMA = 1
 MANIFEST = "manifest.json"
@@ -44,14 +44,6 @@ def safe_source(url: str) -> str:
     if parts.port:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def entry_for(bundle: Path, rel: str, name: str, version: str, source: str, role: str) -> Entry:

@@ -125,6 +125,9 @@ def run_playbook(
         "ANSIBLE_STDOUT_CALLBACK": "ansible.builtin.default",
         # An inventory that does not parse is an error, not a silent run on zero hosts.
         "ANSIBLE_INVENTORY_UNPARSED_FAILED": "True",
+        # ansible-runner turns host key checking off unless told: ssh would then get StrictHostKeyChecking=no ahead
+        # of the inventory's own options (ssh keeps the first). Keep it on, as ansible.cfg says.
+        "ANSIBLE_HOST_KEY_CHECKING": "True",
     }
     search_path = _search_path()
     if search_path is not None:

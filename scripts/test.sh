@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README, CI). Stages: lint, sanity, unit, molecule, e2e (all five when none is named).
 # sanity = ansible-test sanity (the checks Galaxy holds collections to), offline, through scripts/sanity.sh.
-# e2e = `sccnlp up` (what `make demo` does) on a fresh test bed with the short BERT run, then the test-bed tests.
+# e2e = `sccnlp up --offline` (what `make demo` does, on nodes without egress, deployed from an offline bundle built
+# first) on a fresh test bed with the short BERT run, then the test-bed tests (tampered bundle, no egress included).
 # Each stage prints its time; containers and networks made here are removed on exit.
 # shellcheck disable=SC2317  # stage_* and cleanup are called indirectly (run_stage, trap)
 set -euo pipefail
@@ -114,8 +115,12 @@ molecule_together() {
 stage_e2e() {
   took_e2e_started=1
   # The report goes beside the test bed, not into the checkout's validate-report/ (where the molecule cluster's own
-  # validation writes).
-  sccnlp up --name "$E2E_TESTBED" --subnet 10.87.0.0/24 --report-dir "$(mktemp -d)/validate-report" || return 1
+  # validation writes). The molecule stage's scenarios deploy online; this one has no route out and installs only
+  # from the bundle (built into the run's own folder: nothing is reused from an earlier run).
+  local work
+  work=$(mktemp -d)
+  sccnlp up --name "$E2E_TESTBED" --subnet 10.87.0.0/24 --report-dir "$work/validate-report" --offline \
+    --bundle-dir "$work/bundle" || return 1
   local inv
   inv=$(sccnlp testbed inventory --name "$E2E_TESTBED")
   unit_failed=0

@@ -32,23 +32,21 @@ def extravars(args: argparse.Namespace) -> dict[str, str]:
     return out
 
 
-def bundle_dir(path: str) -> str:
-    """The bundle path the nodes get. When the controller sees it too, it is checked here first (the nodes check it
-    again before they install anything from it)."""
-    from pathlib import PurePosixPath
-
+def bundle_src(path: str) -> str:
+    """The controller's bundle for --bundle: checked here (every file against the manifest) before the run; the
+    sources phase copies it to the nodes, which check it again before anything is installed from it."""
     from sccnlp.bundle import manifest
     from sccnlp.errors import SccError
 
-    if not PurePosixPath(path).is_absolute():
-        raise SccError(f"--bundle {path}: give the bundle's absolute path as the nodes see it (e.g. on the shared "
-                       "storage: /mnt/cpfs/scc-bundle)")
-    local = Path(path)
-    if (local / manifest.MANIFEST).is_file():
-        problems = manifest.verify(local, manifest.load(local))
-        if problems:
-            raise manifest.BundleError("\n".join(problems))
-    return path
+    local = Path(path).expanduser().resolve()
+    if not (local / manifest.MANIFEST).is_file():
+        raise SccError(f"--bundle {path}: no bundle there on this machine (no {manifest.MANIFEST}). Build one with "
+                       "`sccnlp bundle build -i INVENTORY -o DIR`; for a bundle already on the nodes (e.g. the shared "
+                       "storage) set -e scc_bundle_dir=PATH instead")
+    problems = manifest.verify(local, manifest.load(local))
+    if problems:
+        raise manifest.BundleError("\n".join(problems))
+    return str(local)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,7 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                   "sccnlp deploy -i inventory/static/hosts.yml -t cluster,cpfs_client",
                   "sccnlp deploy -i inventory/static/hosts.yml --playbook gpu_stack -l node3",
                   "sccnlp deploy -i inventory/discovery.scc.yml -e scc_shared_dir=/mnt/cpfs",
-                  "sccnlp deploy -i inventory/static/hosts.yml --bundle /mnt/cpfs/scc-bundle"])
+                  "sccnlp deploy -i inventory/static/hosts.yml --bundle ./scc-bundle",
+                  "sccnlp deploy -i inventory/static/hosts.yml -e scc_bundle_dir=/mnt/cpfs/scc-bundle"])
     add_run_options(parser)
     parser.add_argument("--check", action="store_true", help="check mode: report what would change, change nothing")
     parser.add_argument("-t", "--tags", help="only these tags, comma-separated (e.g. cluster,cpfs_client)")
@@ -70,8 +69,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="playbook under playbooks/ (site, preflight, cluster, storage, gpu_stack, runtime, "
                              "validate, bert, ...) or a path to a .yml file [%(default)s]")
     parser.add_argument("--bundle", metavar="DIR",
-                        help="install only from this offline bundle (sccnlp bundle build), at this path on every node "
-                             "(e.g. on the shared storage); sets scc_bundle_dir")
+                        help="install only from this offline bundle (sccnlp bundle build) on this machine: it is "
+                             "checked here, copied to every node (/var/lib/scc-bundle) and checked there; sets "
+                             "scc_bundle_src")
     parser.set_defaults(func=run)
 
 
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     variables = extravars(args)
     if args.bundle:
-        variables["scc_bundle_dir"] = bundle_dir(args.bundle)
+        variables["scc_bundle_src"] = bundle_src(args.bundle)
     result = run_playbook(args.playbook, args.inventory, extravars=variables, limit=args.limit,
                           tags=args.tags, check=args.check, verbose=args.verbose)
     print_summary(result)

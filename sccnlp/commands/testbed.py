@@ -20,13 +20,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         tsub, "up", "build the node image if needed and start the nodes; writes an inventory",
         details="Nodes are containers with systemd and sshd on a private network; the inventory it prints holds\n"
                 "their addresses, the test bed's own SSH key and known_hosts. GlusterFS serves /mnt/shared's volume.",
-        examples=["sccnlp testbed up", "sccnlp testbed up --name tb2 --nodes 2 --subnet 10.89.0.0/24 --no-storage"])
+        examples=["sccnlp testbed up", "sccnlp testbed up --name tb2 --nodes 2 --subnet 10.89.0.0/24 --no-storage",
+                  "sccnlp testbed up --name dark --subnet 10.90.0.0/24 --no-egress"])
     up.add_argument("--name", default="scc-tb", help="test bed name (container prefix) [%(default)s]")
     up.add_argument("--nodes", type=int, default=3, help="number of nodes [%(default)s]")
     up.add_argument("--subnet", default="10.88.0.0/24", help="private network of the nodes [%(default)s]")
     up.add_argument("--wheel-dir", default="/opt/wheels",
                     help="controller wheel directory mounted read-only into the nodes [%(default)s]")
     up.add_argument("--no-storage", action="store_true", help="do not serve the GlusterFS volume")
+    up.add_argument("--no-egress", action="store_true",
+                    help="nodes without a route out (an internal network; deploy them with --bundle)")
     up.set_defaults(func=_up)
 
     down = add_command(tsub, "down", "remove the nodes, their network and the test bed's state",
@@ -52,7 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _up(args: argparse.Namespace) -> int:
-    spec = cluster.TestbedSpec(name=args.name, nodes=args.nodes, subnet=args.subnet, wheel_dir=args.wheel_dir)
+    spec = cluster.TestbedSpec(name=args.name, nodes=args.nodes, subnet=args.subnet, wheel_dir=args.wheel_dir,
+                               egress=not args.no_egress)
     tb = cluster.up(spec, storage=not args.no_storage)
     print(tb.inventory)
     return 0

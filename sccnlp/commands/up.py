@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 from sccnlp.commands import add_command
+from sccnlp.commands.deploy import bundle_src
 from sccnlp.errors import SccError
 from sccnlp.runner import print_summary, run_playbook
 from sccnlp.testbed import cluster
@@ -15,14 +17,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = add_command(
         sub, "up", "local test cluster end to end: test bed, deploy, validate, a short BERT run",
         details="What `make demo` runs: `sccnlp testbed up`, `sccnlp deploy` (site.yml), `sccnlp validate`, then\n"
-                "`sccnlp train` with a tiny model for 30 steps. Prints the time of each phase and the inventory.",
+                "`sccnlp train` with a tiny model for 30 steps. Prints the time of each phase and the inventory.\n"
+                "--offline: the nodes get no route out (an internal network); `sccnlp bundle build` collects what the\n"
+                "deploy needs on this machine first, and the deploy installs only from it (`--bundle`).",
         examples=["sccnlp up", "sccnlp up --nodes 2 --skip-bert",
-                  "sccnlp up --name demo2 --subnet 10.89.0.0/24 --report-dir /tmp/demo2-report"])
+                  "sccnlp up --name demo2 --subnet 10.89.0.0/24 --report-dir /tmp/demo2-report",
+                  "sccnlp up --offline --bundle-dir /srv/scc-bundle"])
     parser.add_argument("--name", default="scc-tb", help="test bed name [%(default)s]")
     parser.add_argument("--nodes", type=int, default=3, help="number of nodes [%(default)s]")
     parser.add_argument("--subnet", default="10.88.0.0/24", help="private network of the nodes [%(default)s]")
     parser.add_argument("--skip-bert", action="store_true", help="stop after validation")
     parser.add_argument("--report-dir", default=None, help="where the validation report goes")
+    parser.add_argument("--offline", action="store_true",
+                        help="nodes without egress, deployed from an offline bundle built here first")
+    parser.add_argument("--bundle-dir", default=None,
+                        help="where --offline builds (or reuses) the bundle [$SCCNLP_HOME/bundle, ~/.sccnlp/bundle]")
     parser.add_argument("-v", "--verbose", action="store_true")
     parser.set_defaults(func=run)
 
@@ -35,10 +44,23 @@ def _phase(title: str) -> float:
 def run(args: argparse.Namespace) -> int:
     times: dict[str, float] = {}
     t = _phase("test bed")
-    tb = cluster.up(cluster.TestbedSpec(name=args.name, nodes=args.nodes, subnet=args.subnet))
+    tb = cluster.up(cluster.TestbedSpec(name=args.name, nodes=args.nodes, subnet=args.subnet,
+                                        egress=not args.offline))
     times["testbed"] = time.monotonic() - t
+    from sccnlp.cli import main as cli_main
 
-    t = _phase("deploy (site.yml)")
+    if args.offline:
+        bundle = Path(args.bundle_dir) if args.bundle_dir else cluster.state_root().parent / "bundle"
+        t = _phase(f"bundle: sccnlp bundle build -i {tb.inventory} -o {bundle}")
+        if cli_main(["bundle", "build", "-i", str(tb.inventory), "-o", str(bundle)]):
+            return 1
+        times["bundle"] = time.monotonic() - t
+        # The inventory carries the bundle (scc_bundle_src): every later run on it installs from it too.
+        tb.spec.bundle = bundle_src(str(bundle))
+        tb.save()
+        cluster.write_inventory(tb)
+
+    t = _phase("deploy (site.yml)" + (" from the bundle" if args.offline else ""))
     result = run_playbook("site", tb.inventory, verbose=args.verbose)
     print_summary(result)
     times["deploy"] = time.monotonic() - t
@@ -53,8 +75,6 @@ def run(args: argparse.Namespace) -> int:
         ("train", ["train", "-i", str(tb.inventory), "--model", "tiny", "--steps", "30", "--batch-size", "8",
                    "--run-name", "demo", "-e", "bert_corpus_max_mb=2"]),
     ]
-    from sccnlp.cli import main as cli_main
-
     rc = 0
     for name, argv in steps:
         if name == "train" and args.skip_bert:

@@ -40,6 +40,11 @@ class TestbedSpec:
     ca_bundle: str = "/etc/ssl/certs/ca-certificates.crt"
     shared_dir: str = "/mnt/shared"
     volume: str = "gv0"
+    # False: the nodes' network is internal (no route out; the controller still reaches them). Egress is lent for
+    # the GlusterFS service only (the cloud side, there before any deploy), then taken away.
+    egress: bool = True
+    # An offline bundle on the controller (sccnlp bundle build) the inventory deploys from: scc_bundle_src.
+    bundle: str = ""
 
 
 @dataclass
@@ -108,12 +113,36 @@ def _validate(spec: TestbedSpec) -> ipaddress.IPv4Network:
     return net
 
 
-def _ensure_network(name: str, net: ipaddress.IPv4Network, log: Log) -> None:
+def _ensure_network(name: str, net: ipaddress.IPv4Network, log: Log, internal: bool = False) -> None:
     if dk.run(["network", "inspect", name], check=False).returncode == 0:
+        is_internal = dk.run(["network", "inspect", "-f", "{{.Internal}}", name]).stdout.strip() == "true"
+        if is_internal != internal:
+            raise SccError(f"network {name} exists {'without' if internal else 'with'} egress: take the test bed down "
+                           "first (sccnlp testbed down --name ...), then bring it up again")
         return
-    log(f"creating network {name} ({net})")
+    log(f"creating network {name} ({net}{', internal: no egress' if internal else ''})")
     gateway = str(net.network_address + 1)
-    dk.run(["network", "create", "--driver", "bridge", "--subnet", str(net), "--gateway", gateway, name])
+    dk.run(["network", "create", "--driver", "bridge", "--subnet", str(net), "--gateway", gateway,
+            *(["--internal"] if internal else []), name])
+
+
+def _egress_network(tb: Testbed, connect: bool, log: Log) -> None:
+    """Lend the nodes of an internal test bed a second, outbound network (connect) or take it away again."""
+    name = f"{tb.spec.name}-egress"
+    if connect:
+        if dk.run(["network", "inspect", name], check=False).returncode != 0:
+            dk.run(["network", "create", "--driver", "bridge", "--label", f"sccnlp.testbed={tb.spec.name}", name])
+        log("lending the nodes egress for the storage service")
+    attached = dk.run(["network", "inspect", "-f", "{{range .Containers}}{{.Name}} {{end}}", name],
+                      check=False).stdout.split()
+    for node in tb.nodes:
+        if connect and node.container not in attached:
+            dk.run(["network", "connect", name, node.container])
+        elif not connect and node.container in attached:
+            dk.run(["network", "disconnect", "-f", name, node.container])
+    if not connect and dk.run(["network", "inspect", name], check=False).returncode == 0:
+        dk.run(["network", "rm", name])
+        log("egress taken away: the nodes reach only each other and the controller")
 
 
 def _allow_forwarding(net: ipaddress.IPv4Network) -> None:
@@ -145,9 +174,14 @@ def _start_node(tb: Testbed, node: Node, image: str, network: str) -> None:
         # node's userspace). `docker stop`/`kill` (a lost node in the tests) is not restarted.
         "--restart", "unless-stopped",
     ]
-    if tb.spec.wheel_dir and Path(tb.spec.wheel_dir).is_dir():
+    if _wheel_dir(tb.spec):
         args += ["-v", f"{tb.spec.wheel_dir}:{tb.spec.wheel_dir}:ro"]
     dk.run([*args, image])
+
+
+def _wheel_dir(spec: TestbedSpec) -> str | None:
+    """The controller's wheel folder lent to the nodes; none without egress (everything comes from the bundle)."""
+    return spec.wheel_dir if spec.egress and spec.wheel_dir and Path(spec.wheel_dir).is_dir() else None
 
 
 def _exec(container: str, *cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -183,7 +217,7 @@ def _authorize(node: Node, pubkey: str) -> None:
 
 
 def write_inventory(tb: Testbed) -> Path:
-    wheel_dir = tb.spec.wheel_dir if tb.spec.wheel_dir and Path(tb.spec.wheel_dir).is_dir() else None
+    wheel_dir = _wheel_dir(tb.spec)
     group_vars: dict[str, object] = {
         "ansible_user": "root",
         "ansible_ssh_private_key_file": str(tb.key),
@@ -205,6 +239,9 @@ def write_inventory(tb: Testbed) -> Path:
         # systemd exits, Docker's restart policy starts the container again).
         "node_reboot_boot_time_command": "systemctl show -p UserspaceTimestampMonotonic --value",
     }
+    if tb.spec.bundle:
+        # Every run on this inventory (deploy, reboot, train) installs only from the bundle.
+        group_vars["scc_bundle_src"] = tb.spec.bundle
     inventory = {
         "all": {
             "children": {
@@ -245,7 +282,7 @@ def up(spec: TestbedSpec, log: Log = print, storage: bool = True) -> Testbed:
     tb.nodes = [Node(f"node{i}", f"{spec.name}-node{i}", str(net.network_address + 10 + i))
                 for i in range(1, spec.nodes + 1)]
     network = f"{spec.name}-net"
-    _ensure_network(network, net, log)
+    _ensure_network(network, net, log, internal=not spec.egress)
     _allow_forwarding(net)
     log(f"starting {spec.nodes} nodes from {image}")
     for node in tb.nodes:
@@ -260,7 +297,11 @@ def up(spec: TestbedSpec, log: Log = print, storage: bool = True) -> Testbed:
     tb.save()
     write_inventory(tb)
     if storage:
+        if not spec.egress:
+            _egress_network(tb, True, log)
         _storage_service(tb, log)
+    if not spec.egress:
+        _egress_network(tb, False, log)
     log(f"test bed {spec.name} up in {time.monotonic() - t0:.0f} s; inventory: {tb.inventory}")
     return tb
 
@@ -274,8 +315,9 @@ def down(name: str, log: Log = print) -> None:
     if ids:
         log(f"removing {len(ids)} containers of {name}")
         dk.run(["rm", "-f", "-v", *ids])
-    if dk.run(["network", "inspect", f"{name}-net"], check=False).returncode == 0:
-        dk.run(["network", "rm", f"{name}-net"])
+    for net in (f"{name}-net", f"{name}-egress"):
+        if dk.run(["network", "inspect", net], check=False).returncode == 0:
+            dk.run(["network", "rm", net])
     state = state_root() / name
     if state.exists():
         shutil.rmtree(state)

@@ -92,15 +92,15 @@ def test_group_hosts_follows_children() -> None:
 def test_deploy_bundle_path_checks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from sccnlp.commands import deploy
 
-    with pytest.raises(SccError, match="absolute path as the nodes see it"):
-        deploy.bundle_dir("scc-bundle")
-    assert deploy.bundle_dir("/mnt/cpfs/not-on-the-controller") == "/mnt/cpfs/not-on-the-controller"
+    with pytest.raises(SccError, match=r"--bundle /mnt/cpfs/not-here: no bundle there on this machine \(no "
+                                       r"manifest.json\).*set -e scc_bundle_dir=PATH instead"):
+        deploy.bundle_src("/mnt/cpfs/not-here")
     (tmp_path / "wheels").mkdir()
     (tmp_path / "wheels" / "a.whl").write_bytes(b"a")
     doc = manifest.manifest([manifest.entry_for(tmp_path, "wheels/a.whl", "a", "1", "pypi", "python36")],
                             {"release": "debian-12", "arch": "x86_64", "python": "3.11"})
     (tmp_path / manifest.MANIFEST).write_text(json.dumps(doc))
-    assert deploy.bundle_dir(str(tmp_path)) == str(tmp_path)
+    assert deploy.bundle_src(str(tmp_path)) == str(tmp_path.resolve())
     (tmp_path / "wheels" / "a.whl").write_bytes(b"b")
     inv = _inventory(tmp_path, "")
     assert cli.main(["deploy", "-i", str(inv), "--bundle", str(tmp_path)]) == 2

@@ -1,5 +1,5 @@
 """Where the offline bundle enters the play chain: its checks run in the preflight phase (before any change), and
-its package sources are set after the cluster wiring and before the first phase that installs packages."""
+its package sources are set before the first phase that installs packages (the cluster play installs Open MPI)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ ROOT = collection_root()
 def test_sources_come_before_every_installing_phase() -> None:
     site = yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text())
     order = [_stem(entry["ansible.builtin.import_playbook"]) for entry in site]
-    assert order.index("sources") < order.index("storage") < order.index("runtime")
+    assert order.index("sources") < order.index("cluster") < order.index("storage") < order.index("runtime")
     assert order.index("preflight") < order.index("sources")
 
 
@@ -26,7 +26,9 @@ def test_the_preflight_checks_the_bundle_first() -> None:
 def test_knobs_carry_the_bundle_setting() -> None:
     knobs = yaml.safe_load((ROOT / "playbooks" / "knobs.yml").read_text())
     facts = knobs[0]["tasks"][0]["ansible.builtin.set_fact"]
-    assert facts["scc_bundle_dir"] == "{{ scc_bundle_dir | default('') }}"
+    assert facts["scc_bundle_src"] == "{{ scc_bundle_src | default('') }}"
+    assert facts["scc_bundle_dir"] == ("{{ scc_bundle_dir | default('/var/lib/scc-bundle' if scc_bundle_src "
+                                       "| default('') | length > 0 else '') }}")
 
 
 def _stem(path: str) -> str:

@@ -257,3 +257,20 @@ def test_a_json_stdout_callback_in_the_environment_keeps_the_messages(tmp_path: 
     assert result.hosts["bad"].failed == 1
     assert "bad: tiny_setting is wrong: set tiny_setting to 1" in progress.getvalue() + " ".join(
         result.hosts["bad"].messages)
+
+
+def test_host_key_checking_stays_on_through_ansible_runner(tmp_path: Path) -> None:
+    """ansible-runner sets ANSIBLE_HOST_KEY_CHECKING=False unless told; ssh then got StrictHostKeyChecking=no ahead of
+    the inventory's =yes (ssh keeps the first). The setting the ssh connection reads must be on."""
+    import sys
+
+    (tmp_path / "hkc.yml").write_text(
+        "- name: Host key checking\n  hosts: scc_cluster\n  gather_facts: false\n  tasks:\n"
+        "    - name: Fail unless host key checking is on\n      ansible.builtin.assert:\n"
+        "        that: lookup('ansible.builtin.config', 'HOST_KEY_CHECKING') | bool\n"
+        "        fail_msg: host key checking is off\n")
+    inv = tmp_path / "inventory.ini"
+    inv.write_text(f"[scc_cluster]\ngood ansible_connection=local ansible_python_interpreter={sys.executable}\n")
+    progress = io.StringIO()
+    result = run_playbook(str(tmp_path / "hkc.yml"), inv, stream=progress)
+    assert result.ok and result.hosts["good"].failed == 0, progress.getvalue()

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 from sccnlp.commands import add_command
-from sccnlp.runner import print_summary, run_playbook
+from sccnlp.runner import run_and_report
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -76,17 +75,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    t0 = time.monotonic()
     variables = extravars(args)
     if args.bundle:
         variables["scc_bundle_dir"] = bundle_dir(args.bundle)
-    result = run_playbook(args.playbook, args.inventory, extravars=variables, limit=args.limit,
-                          tags=args.tags, check=args.check, verbose=args.verbose)
-    print_summary(result)
-    changed = sum(h.changed for h in result.hosts.values())
     label = args.playbook if args.playbook.endswith((".yml", ".yaml")) else f"{args.playbook}.yml"
-    print(f"\n{label}: {'OK' if result.ok else 'FAILED'} in {time.monotonic() - t0:.0f} s, {changed} changes")
-    bad = result.bad_hosts()
-    if bad:
-        print("Nodes that did not finish: " + ", ".join(sorted(bad)))
+    result = run_and_report(args.playbook, args.inventory, label=label, extravars=variables, limit=args.limit,
+                            tags=args.tags, check=args.check, verbose=args.verbose)
     return 0 if result.ok else 1

@@ -7,7 +7,7 @@ import time
 
 from sccnlp.commands import add_command
 from sccnlp.errors import SccError
-from sccnlp.runner import print_summary, run_playbook
+from sccnlp.runner import run_and_report
 from sccnlp.testbed import cluster
 
 
@@ -39,8 +39,7 @@ def run(args: argparse.Namespace) -> int:
     times["testbed"] = time.monotonic() - t
 
     t = _phase("deploy (site.yml)")
-    result = run_playbook("site", tb.inventory, verbose=args.verbose)
-    print_summary(result)
+    result = run_and_report("site", tb.inventory, verbose=args.verbose)
     times["deploy"] = time.monotonic() - t
     if not result.ok:
         raise SccError("deploy failed on: " + ", ".join(sorted(result.bad_hosts())) + " (see above)", exit_code=1)

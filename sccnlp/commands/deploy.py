@@ -31,16 +31,16 @@ def extravars(args: argparse.Namespace) -> dict[str, str]:
     return out
 
 
-def bundle_dir(path: str) -> str:
-    """The bundle path the nodes get. When the controller sees it too, it is checked here first (the nodes check it
-    again before they install anything from it)."""
+def bundle_dir(path: str, option: str = "--bundle ") -> str:
+    """The bundle path the nodes get (`option` is how the user gave it). When the controller sees it too, it is
+    checked here first (the nodes check it again before they install anything from it)."""
     from pathlib import PurePosixPath
 
     from sccnlp.bundle import manifest
     from sccnlp.errors import SccError
 
     if not PurePosixPath(path).is_absolute():
-        raise SccError(f"--bundle {path}: give the bundle's absolute path as the nodes see it (e.g. on the shared "
+        raise SccError(f"{option}{path}: give the bundle's absolute path as the nodes see it (e.g. on the shared "
                        "storage: /mnt/cpfs/scc-bundle)")
     local = Path(path)
     if (local / manifest.MANIFEST).is_file():
@@ -78,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
     variables = extravars(args)
     if args.bundle:
         variables["scc_bundle_dir"] = bundle_dir(args.bundle)
+    elif variables.get("scc_bundle_dir"):
+        variables["scc_bundle_dir"] = bundle_dir(variables["scc_bundle_dir"], "-e scc_bundle_dir=")
     label = args.playbook if args.playbook.endswith((".yml", ".yaml")) else f"{args.playbook}.yml"
     result = run_and_report(args.playbook, args.inventory, label=label, extravars=variables, limit=args.limit,
                             tags=args.tags, check=args.check, verbose=args.verbose)

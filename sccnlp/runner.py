@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
@@ -382,3 +383,25 @@ def print_summary(result: RunResult, stream: TextIO | None = None) -> None:
             print(f"      {msg}", file=stream)
         if h.unreachable and not h.healthy:
             print(f"      {UNREACHABLE_FIX.format(host=host)}", file=stream)
+
+
+def run_and_report(name: str, inventory: str | os.PathLike[str], *, label: str | None = None, bad_hint: str = "",
+                   stream: TextIO | None = None, **options: Any) -> RunResult:
+    """What the playbook commands share: `run_playbook(name, inventory, **options)`, then the per-host summary.
+
+    With `label` (the playbook's file name as the user knows it) also the outcome line, `<label>: OK|FAILED in N s,
+    M changes`, and the nodes that did not finish, followed by `bad_hint` (what to do about them) when given.
+    """
+    stream = stream or sys.stdout
+    started = time.monotonic()
+    result = run_playbook(name, inventory, stream=stream, **options)
+    print_summary(result, stream)
+    if label is not None:
+        changed = sum(h.changed for h in result.hosts.values())
+        print(f"\n{label}: {'OK' if result.ok else 'FAILED'} in {time.monotonic() - started:.0f} s, {changed} changes",
+              file=stream)
+        bad = result.bad_hosts()
+        if bad:
+            print("Nodes that did not finish: " + ", ".join(sorted(bad)) + (f". {bad_hint}" if bad_hint else ""),
+                  file=stream)
+    return result

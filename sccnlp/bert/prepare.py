@@ -30,7 +30,7 @@ from typing import Any
 
 from sccnlp.errors import SccError
 
-WRITER_VERSION = 1
+WRITER_VERSION = 2  # 2: deterministic vocabulary training (vocab.train_vocab)
 COMPLETE = ".complete"
 SETTINGS_FILE = "prepare.json"
 

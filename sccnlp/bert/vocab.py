@@ -6,6 +6,8 @@ import hashlib
 import os
 import shutil
 import tempfile
+import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -56,19 +58,58 @@ def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 22) -> str:
     return digest.hexdigest()
 
 
+def _normalizer(lowercase: bool) -> Any:
+    """The normalizer of BertWordPieceTokenizer (training and encoding use the same settings)."""
+    from tokenizers.normalizers import BertNormalizer
+
+    return BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=lowercase)
+
+
+def _is_isolated(char: str) -> bool:
+    """Characters BERT's pre-tokenizer always makes a word of their own (punctuation, CJK): they get no `##` form."""
+    code = ord(char)
+    return unicodedata.category(char).startswith("P") or 33 <= code <= 47 or 58 <= code <= 64 or \
+        91 <= code <= 96 or 123 <= code <= 126 or 0x4E00 <= code <= 0x9FFF or 0x3400 <= code <= 0x4DBF or \
+        0x20000 <= code <= 0x2FA1F or 0xF900 <= code <= 0xFAFF
+
+
+def corpus_alphabet(corpus: str | os.PathLike[str], lowercase: bool, limit: int, block: int = 1 << 22) -> list[str]:
+    """The `limit` most frequent characters of the normalised corpus, ties by code point, sorted by code point."""
+    normalizer = _normalizer(lowercase)
+    counts: Counter[str] = Counter()
+    with open(corpus, encoding="utf-8", errors="replace") as handle:
+        while lines := handle.readlines(block):
+            counts.update(normalizer.normalize_str("".join(lines)))
+    ranked = sorted((c for c in counts if not c.isspace()), key=lambda c: (-counts[c], c))
+    return sorted(ranked[:limit])
+
+
 def train_vocab(corpus: str | os.PathLike[str], vocab_size: int, lowercase: bool, out_file: str | os.PathLike[str],
                 min_frequency: int = 2, limit_alphabet: int = 1000) -> list[str]:
-    """Train a WordPiece vocabulary of `vocab_size` tokens on `corpus`; write it atomically to `out_file`."""
+    """Train a WordPiece vocabulary of `vocab_size` tokens on `corpus`; write it atomically to `out_file`.
+
+    The same corpus and settings give the same vocab.txt, byte for byte. `tokenizers`' trainer alone does not: it
+    numbers the `##x` tokens in hash-map order (random each process, even each call) and breaks ties between equally
+    frequent merges by those numbers, so the token ids and sometimes the tokens differ between runs
+    (huggingface/tokenizers#1794). Here the alphabet is computed first (deterministic ties) and its `##x` tokens are
+    given to the trainer in sorted order, right after the special tokens, so every id the trainer compares is fixed.
+    """
     if vocab_size < len(SPECIAL_TOKENS) + 100 or vocab_size > MAX_VOCAB:
         raise SccError(f"vocabulary size {vocab_size} is out of range: choose between {len(SPECIAL_TOKENS) + 100} "
                        f"and {MAX_VOCAB} (8192 for the demo, 30522 like BERT)")
     from tokenizers import BertWordPieceTokenizer
 
+    alphabet = corpus_alphabet(corpus, lowercase, limit_alphabet)
+    continuing = [f"##{c}" for c in alphabet if not _is_isolated(c)]
+    base = len(SPECIAL_TOKENS) + len(alphabet) + len(continuing)
+    if base > vocab_size:
+        raise SccError(f"vocabulary size {vocab_size} is smaller than the {base} special tokens and characters "
+                       f"(with their ## forms) of {corpus}: choose a vocabulary size above {base}")
     tokenizer = BertWordPieceTokenizer(clean_text=True, handle_chinese_chars=True, strip_accents=None,
                                        lowercase=lowercase)
     tokenizer.train(files=[str(corpus)], vocab_size=vocab_size, min_frequency=min_frequency,
-                    limit_alphabet=limit_alphabet, special_tokens=list(SPECIAL_TOKENS), show_progress=False,
-                    wordpieces_prefix="##")
+                    limit_alphabet=len(alphabet), initial_alphabet=alphabet,
+                    special_tokens=[*SPECIAL_TOKENS, *continuing], show_progress=False, wordpieces_prefix="##")
     out = Path(out_file)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent, prefix=".vocab-") as tmp:

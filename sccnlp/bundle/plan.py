@@ -7,6 +7,8 @@ bundle cannot hold yet (NVIDIA repositories, URLs, kernel-specific packages) is 
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +47,10 @@ _KEYS = (
     "ib_check_required", "ib_check_install_packages", "ib_check_packages",
     "gpu_driver_method", "cuda_method", "nccl_method", "cudnn_method", *urls.KEYS,
 )
+# A Docker image reference: [registry[:port]/]name[/name...][:tag][@sha256:digest], names in lower case.
+_NAME = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE = re.compile(rf"^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?{_NAME}(?:/{_NAME})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?"
+                    r"(?:@sha256:[0-9a-f]{64})?$")
 _DEFAULT_ROLES = ("python36", "pytorch", "tensorflow", "openmpi", "cpfs_client", "bert", "ib_check", "gpu_driver",
                   "cuda", "nccl", "cudnn", "aiacc", "nccl_tests")
 
@@ -164,15 +170,40 @@ def _as_list(node: str, key: str, value: Any) -> list[str]:
     return [str(v) for v in value]
 
 
+def bundle_roles(node: str, value: Any) -> list[str]:
+    """scc_bundle_roles: a list of role names (a comma-separated string too), each one the bundle covers."""
+    fix = f"Fix: set scc_bundle_roles to a YAML list of some of {', '.join(ROLES)}, or remove it for all of them"
+    if isinstance(value, str):
+        value = [r.strip() for r in value.split(",") if r.strip()]
+    if not isinstance(value, list):
+        raise SccError(f"{node}: scc_bundle_roles is {value!r}, not a list of role names. {fix}")
+    if not value:
+        raise SccError(f"{node}: scc_bundle_roles is empty, so the bundle would hold nothing. {fix}")
+    roles = [str(r) if isinstance(r, str) else repr(r) for r in value]
+    unknown = [r for r in roles if r not in ROLES]
+    if unknown:
+        hints = [f"{r} (did you mean {close[0]}?)" if (close := difflib.get_close_matches(r, ROLES, 1)) else r
+                 for r in unknown]
+        raise SccError(f"{node}: scc_bundle_roles has {', '.join(hints)}, which the bundle does not cover. {fix}")
+    return roles
+
+
+def bundle_image(node: str, value: Any) -> str:
+    """scc_bundle_image: a Docker image reference (unset or empty: the test bed's image)."""
+    if value is None or value == "":
+        return DEFAULT_IMAGE
+    if not isinstance(value, str) or not _IMAGE.match(value.strip()):
+        raise SccError(f"{node}: scc_bundle_image is {value!r}, not a Docker image name. Fix: set it to the name of "
+                       f"a local image of the nodes' OS, e.g. {DEFAULT_IMAGE} (sccnlp testbed image builds it), or "
+                       f"remove it to use {DEFAULT_IMAGE}")
+    return value.strip()
+
+
 def plan_node(node: str, s: Mapping[str, Any], tables: Mapping[str, Any], plan: Plan) -> None:
     """Add one node's needs (settings `s`, rendered) to `plan`; SccError naming the node and setting on a bad
     value."""
-    roles = _as_list(node, "scc_bundle_roles", s.get("scc_bundle_roles", list(ROLES)))
-    unknown = [r for r in roles if r not in ROLES]
-    if unknown:
-        raise SccError(f"{node}: scc_bundle_roles has {', '.join(unknown)}, which the bundle does not cover; use "
-                       f"some of {', '.join(ROLES)} (or leave it unset for all)")
-    image = str(s.get("scc_bundle_image") or DEFAULT_IMAGE)
+    roles = bundle_roles(node, s.get("scc_bundle_roles", list(ROLES)))
+    image = bundle_image(node, s.get("scc_bundle_image"))
     if plan.nodes and image != plan.image:
         raise SccError(f"{node}: scc_bundle_image is {image} but {plan.nodes[0]} has {plan.image}; a bundle is for "
                        "one OS image: set it once for the whole cluster (group_vars)")

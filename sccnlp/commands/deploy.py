@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 from sccnlp.commands import add_command
-from sccnlp.runner import print_summary, run_playbook
+from sccnlp.runner import run_and_report
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +48,25 @@ def bundle_src(path: str) -> str:
     return str(local)
 
 
+def bundle_dir(path: str, option: str = "-e scc_bundle_dir=") -> str:
+    """A bundle already on the nodes (`option` is how the user gave it). When the controller sees it too, it is
+    checked here first (the nodes check it again before they install anything from it)."""
+    from pathlib import PurePosixPath
+
+    from sccnlp.bundle import manifest
+    from sccnlp.errors import SccError
+
+    if not PurePosixPath(path).is_absolute():
+        raise SccError(f"{option}{path}: give the bundle's absolute path as the nodes see it (e.g. on the shared "
+                       "storage: /mnt/cpfs/scc-bundle)")
+    local = Path(path)
+    if (local / manifest.MANIFEST).is_file():
+        problems = manifest.verify(local, manifest.load(local))
+        if problems:
+            raise manifest.BundleError("\n".join(problems))
+    return path
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     parser = add_command(
         sub, "deploy", "take the nodes from bare to training-ready (site.yml)",
@@ -76,17 +94,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    t0 = time.monotonic()
     variables = extravars(args)
     if args.bundle:
         variables["scc_bundle_src"] = bundle_src(args.bundle)
-    result = run_playbook(args.playbook, args.inventory, extravars=variables, limit=args.limit,
-                          tags=args.tags, check=args.check, verbose=args.verbose)
-    print_summary(result)
-    changed = sum(h.changed for h in result.hosts.values())
+    elif variables.get("scc_bundle_dir"):
+        variables["scc_bundle_dir"] = bundle_dir(variables["scc_bundle_dir"], "-e scc_bundle_dir=")
     label = args.playbook if args.playbook.endswith((".yml", ".yaml")) else f"{args.playbook}.yml"
-    print(f"\n{label}: {'OK' if result.ok else 'FAILED'} in {time.monotonic() - t0:.0f} s, {changed} changes")
-    bad = result.bad_hosts()
-    if bad:
-        print("Nodes that did not finish: " + ", ".join(sorted(bad)))
+    result = run_and_report(args.playbook, args.inventory, label=label, extravars=variables, limit=args.limit,
+                            tags=args.tags, check=args.check, verbose=args.verbose)
     return 0 if result.ok else 1

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import re
-import time
 
 from sccnlp.commands import add_command
 from sccnlp.commands.deploy import add_run_options, extravars
 from sccnlp.errors import SccError
-from sccnlp.runner import print_summary, run_playbook
+from sccnlp.runner import run_and_report
 
 _BATCH = re.compile(r"^(?:[1-9][0-9]*|(?:[1-9][0-9]?|100)%)$")
 
@@ -41,15 +40,8 @@ def run(args: argparse.Namespace) -> int:
                        "(1% to 100%). Fix: e.g. --batch 1 or --batch 25%")
     variables = {**extravars(args), "node_reboot_batch": args.batch,
                  "node_reboot_all": str(args.all).lower(), "node_reboot_force": str(args.force).lower()}
-    t0 = time.monotonic()
-    result = run_playbook("reboot", args.inventory, extravars=variables, limit=args.limit, check=args.check,
-                          verbose=args.verbose)
-    print_summary(result)
-    changed = sum(h.changed for h in result.hosts.values())
-    print(f"\nreboot.yml: {'OK' if result.ok else 'FAILED'} in {time.monotonic() - t0:.0f} s, {changed} changes")
-    bad = result.bad_hosts()
-    if bad:
-        print("Nodes that did not finish: " + ", ".join(sorted(bad)) +
-              ". The rollout stopped there; later batches were not rebooted. Fix what the message names, then run "
-              "the same command without --all to continue.")
+    result = run_and_report("reboot", args.inventory, label="reboot.yml", extravars=variables, limit=args.limit,
+                            check=args.check, verbose=args.verbose,
+                            bad_hint="The rollout stopped there; later batches were not rebooted. Fix what the "
+                                     "message names, then run the same command without --all to continue.")
     return 0 if result.ok else 1

@@ -9,7 +9,7 @@ from pathlib import Path
 from sccnlp.commands import add_command
 from sccnlp.commands.deploy import bundle_src
 from sccnlp.errors import SccError
-from sccnlp.runner import print_summary, run_playbook
+from sccnlp.runner import run_and_report
 from sccnlp.testbed import cluster
 
 
@@ -61,8 +61,7 @@ def run(args: argparse.Namespace) -> int:
         cluster.write_inventory(tb)
 
     t = _phase("deploy (site.yml)" + (" from the bundle" if args.offline else ""))
-    result = run_playbook("site", tb.inventory, verbose=args.verbose)
-    print_summary(result)
+    result = run_and_report("site", tb.inventory, verbose=args.verbose)
     times["deploy"] = time.monotonic() - t
     if not result.ok:
         raise SccError("deploy failed on: " + ", ".join(sorted(result.bad_hosts())) + " (see above)", exit_code=1)

@@ -107,15 +107,14 @@ def run(args: argparse.Namespace, stream: TextIO | None = None) -> int:
         return 1 if failed else 0
     if not args.inventory:
         raise SccError("sccnlp validate needs -i INVENTORY (or --from-fragments to rebuild a report)")
-    from sccnlp.runner import print_summary, run_playbook
+    from sccnlp.runner import run_and_report
 
     report_dir.mkdir(parents=True, exist_ok=True)
     clear_fragments(report_dir)
     extra: dict[str, Any] = {"validate_report_dir": str(report_dir), "validate_merge_report": False}
     extra.update(_extravars(args.extra_var))
-    result = run_playbook("validate", args.inventory, extravars=extra, limit=args.limit, verbose=args.verbose,
-                          stream=stream)
-    print_summary(result, stream=stream)
+    result = run_and_report("validate", args.inventory, extravars=extra, limit=args.limit, verbose=args.verbose,
+                            stream=stream)
     print("", file=stream)
     results, failed = build_report(report_dir, stream) if fragment_files(report_dir) else ({"nodes": {}}, 0)
     # Hosts that ran something and sent no fragment; the controller's merge play (skipped here) is not a node.

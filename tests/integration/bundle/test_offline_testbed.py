@@ -164,6 +164,14 @@ def test_a_tampered_bundle_is_refused_naming_node_and_file(testbed_inventory: st
     got = deploy(testbed_inventory, "--playbook", "sources", "-l", node)
     assert got.returncode == 0 and "OK" in got.stdout and ", 0 changes" in got.stdout, got.stdout[-3000:]
 
+    # A file changed on the node itself: the next run finds it, unpacks the archive again and checks it first.
+    in_node(container, f"printf x >> {NODE_DIR}/{victim['file']}")
+    got = deploy(testbed_inventory, "--playbook", "sources", "-l", node)
+    assert got.returncode == 0 and "Put the checked bundle in place (changed)" in got.stdout, got.stdout[-3000:]
+    check = subprocess.run(["docker", "exec", "-i", "-w", NODE_DIR, container, "sha256sum", "--strict", "-c", "-"],
+                           input=good, capture_output=True, text=True, timeout=300, check=False)
+    assert check.returncode == 0, f"{node}: the changed file was not replaced: {check.stdout[-1000:]}"
+
 
 def test_a_bundle_for_another_release_is_refused_before_any_change(testbed_inventory: str, doc: dict,
                                                                    tmp_path: Path) -> None:

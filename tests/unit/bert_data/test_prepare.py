@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from sccnlp.bert import prepare
+from sccnlp.bert import prepare, vocab
 from sccnlp.bert.data import ShardSet, rank_range
 
 ARGS = ["--vocab-size", "2000", "--phases", "1,2", "--dupe-factor", "2", "--seed", "7"]
@@ -169,3 +172,35 @@ def test_packed_preparation_has_less_padding(real_corpus: Path, tmp_path: Path,
         assert int(pr["mlm_count"].astype(int).sum()) == int(ur["mlm_count"].astype(int).sum())
         seq = u.meta.seq_len
         assert plain["padding_fraction"][phase] == pytest.approx(1 - ur["lengths"].sum() / (len(u) * seq), abs=1e-4)
+
+
+def test_vocabulary_training_is_deterministic(real_corpus: Path, tmp_path: Path) -> None:
+    """`tokenizers` alone numbers `##x` tokens in hash-map order and breaks merge ties by them (a different vocab.txt
+    most runs, sometimes other tokens): the same corpus must give the same file, also within one process."""
+    files = [tmp_path / f"vocab{i}.txt" for i in range(4)]
+    for file in files:
+        vocab.train_vocab(real_corpus, 2000, True, file)
+    assert len({f.read_bytes() for f in files}) == 1
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    """sha256 of every file but the records of timings (parts/) and the summary naming the folder (.complete)."""
+    return {str(f.relative_to(folder)): hashlib.sha256(f.read_bytes()).hexdigest()
+            for f in sorted(folder.rglob("*")) if f.is_file() and f.parent.name != "parts" and f.name != ".complete"}
+
+
+def test_preparation_is_byte_identical_across_processes(real_corpus: Path, tmp_path: Path) -> None:
+    """Two nodes preparing the same inputs (other processes, other PYTHONHASHSEED) write the same bytes: the
+    content-hash directory is shared and reused across nodes, so its name must pin its content."""
+    argv = ["run", "--corpus", str(real_corpus), *ARGS, "--workers", "2", "--partitions", "2", "--pack"]
+    dirs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        got = subprocess.run([sys.executable, "-m", "sccnlp.bert.prepare", *argv, "--out-root", str(tmp_path / seed)],
+                             capture_output=True, text=True, env=env, check=False)
+        assert got.returncode == 0, got.stderr
+        dirs.append(Path(json.loads(got.stdout.strip().splitlines()[-1])["data_dir"]))
+    assert dirs[0].name == dirs[1].name
+    first, second = _digests(dirs[0]), _digests(dirs[1])
+    assert "vocab.txt" in first and any(name.endswith(".npy") for name in first)
+    assert first == second

@@ -85,6 +85,17 @@ def test_unknown_storage_backend(run_playbook):
     assert "cpfs_lustre, cpfs_nfs, nfs, glusterfs" in text
 
 
+@pytest.mark.parametrize(("value", "shown"), [("scc-bundle", "'scc-bundle'"), (["/mnt/b"], "'['/mnt/b']'"),
+                                             (None, "'None'"), (True, "'True'")])
+def test_bundle_dir_not_an_absolute_path(run_playbook, value, shown):
+    """A relative path or a non-string scc_bundle_dir is refused by the sources phase (and the preflight) before
+    bundle_source's own argument check, whose message would name neither scc_bundle_dir nor the fix."""
+    text = assert_refused(run_playbook("sources.yml", hosts_with(n2={"scc_bundle_dir": value})),
+                          f"host 'n2': scc_bundle_dir {shown} is not an absolute path", "/mnt/cpfs/scc-bundle",
+                          "--bundle DIR")
+    assert "with 1 problem(s)" in text
+
+
 def test_all_problems_in_one_message(run_playbook):
     hosts = hosts_with(n1={"mpi_slots": 0}, n2={"ansible_host": "10.91.0.11"}, n3={"cpfs_client_backend": "x"})
     text = assert_refused(run_playbook("cluster.yml", hosts), "with 3 problem(s)")
@@ -100,7 +111,7 @@ def test_good_inventory_passes_the_check(run_playbook):
     assert all(recap[h]["unreachable"] == 1 for h in GOOD), recap
 
 
-@pytest.mark.parametrize("playbook", ["cluster.yml", "storage.yml"])
+@pytest.mark.parametrize("playbook", ["cluster.yml", "storage.yml", "sources.yml"])
 def test_playbooks_pass_syntax_check(run_playbook, playbook):
     run = run_playbook(playbook, GOOD, "scc_cluster", "--syntax-check")
     assert run.rc == 0, run.output

@@ -13,9 +13,9 @@ def test_a_bad_batch_is_refused_before_anything_runs(
     def no_playbook(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("a playbook ran for a bad --batch")
 
-    from sccnlp.commands import reboot
+    from sccnlp import runner
 
-    monkeypatch.setattr(reboot, "run_playbook", no_playbook)
+    monkeypatch.setattr(runner, "run_playbook", no_playbook)
     assert cli.main(["reboot", "-i", "inventory.yml", "--batch", batch]) == 2
     err = capsys.readouterr().err
     assert f"--batch {batch}: a batch is a count of nodes (1, 2, ...) or a percentage of the cluster (1% to 100%). " \
@@ -38,10 +38,26 @@ def test_a_good_batch_goes_to_the_playbook(batch: str, monkeypatch: pytest.Monke
         seen.update(name=name, inventory=inventory, **extravars)
         return Result()
 
-    from sccnlp.commands import reboot
+    from sccnlp import runner
 
-    monkeypatch.setattr(reboot, "run_playbook", fake_run)
-    monkeypatch.setattr(reboot, "print_summary", lambda _result: None)
+    monkeypatch.setattr(runner, "run_playbook", fake_run)
+    monkeypatch.setattr(runner, "print_summary", lambda *_args: None)
     assert cli.main(["reboot", "-i", "inv.yml", "--all", "--batch", batch]) == 0
     assert seen == {"name": "reboot", "inventory": "inv.yml", "node_reboot_batch": batch, "node_reboot_all": "true",
                     "node_reboot_force": "false"}
+
+
+def test_nodes_that_did_not_finish_are_named_with_how_to_continue(capsys: pytest.CaptureFixture[str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared runner.run_and_report prints reboot's outcome line and its hint after the nodes left behind."""
+    from sccnlp import runner
+
+    hosts = {"n1": runner.HostSummary(ok=3, changed=2), "n2": runner.HostSummary(ok=1, failed=1, messages=["x: y"])}
+    monkeypatch.setattr(runner, "run_playbook",
+                        lambda *_a, **_k: runner.RunResult(status="failed", rc=2, hosts=hosts))
+    assert cli.main(["reboot", "-i", "inv.yml", "--all"]) == 1
+    out = capsys.readouterr().out
+    assert "  n2               FAILED       ok=1 changed=0 failed=1 unreachable=0\n      x: y\n" in out
+    assert "\nreboot.yml: FAILED in 0 s, 2 changes\n" in out
+    assert "Nodes that did not finish: n2. The rollout stopped there; later batches were not rebooted. Fix what the " \
+           "message names, then run the same command without --all to continue.\n" in out

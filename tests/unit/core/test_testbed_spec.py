@@ -162,7 +162,7 @@ def test_node_addresses_follow_the_subnet(monkeypatch: pytest.MonkeyPatch, tmp_p
 
     monkeypatch.setattr(cluster.dk, "ensure_daemon", lambda *a, **k: None)
     monkeypatch.setattr(cluster, "build_image", lambda **k: "scc-testbed:unused")
-    monkeypatch.setattr(cluster, "_ensure_network", lambda *a: None)
+    monkeypatch.setattr(cluster, "_ensure_network", lambda *a, **k: None)
     monkeypatch.setattr(cluster, "_allow_forwarding", lambda *a: None)
     monkeypatch.setattr(cluster, "_start_node", start_node)
     with pytest.raises(Stop):

@@ -15,7 +15,7 @@ bootstrap:
 demo: bootstrap
 	$(BIN)/sccnlp up
 
-## What CI runs: lint, ansible-test sanity, unit tests, loopback integration tests, the 3-node cluster scenario, the GPU-stack and runtime ones, the demo end to end (e2e).
+## What CI runs: lint, ansible-test sanity, unit tests, loopback integration tests, the 3-node cluster scenario, the GPU-stack and runtime ones, the demo end to end on nodes without egress, from an offline bundle (e2e).
 test: bootstrap
 	./scripts/test.sh
 

@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="controller wheel directory mounted read-only into the nodes [%(default)s]")
     up.add_argument("--no-storage", action="store_true", help="do not serve the GlusterFS volume")
     up.add_argument("--no-egress", action="store_true",
-                    help="nodes without a route out (an internal network; deploy them with --bundle)")
+                    help="nodes without a route out (nothing forwarded beyond their network; deploy with --bundle)")
     up.set_defaults(func=_up)
 
     down = add_command(tsub, "down", "remove the nodes, their network and the test bed's state",

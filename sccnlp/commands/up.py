@@ -18,8 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         sub, "up", "local test cluster end to end: test bed, deploy, validate, a short BERT run",
         details="What `make demo` runs: `sccnlp testbed up`, `sccnlp deploy` (site.yml), `sccnlp validate`, then\n"
                 "`sccnlp train` with a tiny model for 30 steps. Prints the time of each phase and the inventory.\n"
-                "--offline: the nodes get no route out (an internal network); `sccnlp bundle build` collects what the\n"
-                "deploy needs on this machine first, and the deploy installs only from it (`--bundle`).",
+                "--offline: the nodes get no route out (nothing is forwarded beyond their network); `sccnlp bundle\n"
+                "build` collects what the deploy needs on this machine first, and the deploy installs only from it.",
         examples=["sccnlp up", "sccnlp up --nodes 2 --skip-bert",
                   "sccnlp up --name demo2 --subnet 10.89.0.0/24 --report-dir /tmp/demo2-report",
                   "sccnlp up --offline --bundle-dir /srv/scc-bundle"])

@@ -40,8 +40,8 @@ class TestbedSpec:
     ca_bundle: str = "/etc/ssl/certs/ca-certificates.crt"
     shared_dir: str = "/mnt/shared"
     volume: str = "gv0"
-    # False: the nodes' network is internal (no route out; the controller still reaches them). Egress is lent for
-    # the GlusterFS service only (the cloud side, there before any deploy), then taken away.
+    # False: nothing from the nodes is forwarded beyond their network (they reach each other and the controller).
+    # The GlusterFS service (the cloud side, there before any deploy) is installed first, then egress is taken away.
     egress: bool = True
     # An offline bundle on the controller (sccnlp bundle build) the inventory deploys from: scc_bundle_src.
     bundle: str = ""
@@ -113,36 +113,37 @@ def _validate(spec: TestbedSpec) -> ipaddress.IPv4Network:
     return net
 
 
-def _ensure_network(name: str, net: ipaddress.IPv4Network, log: Log, internal: bool = False) -> None:
+def _ensure_network(name: str, net: ipaddress.IPv4Network, log: Log) -> None:
     if dk.run(["network", "inspect", name], check=False).returncode == 0:
-        is_internal = dk.run(["network", "inspect", "-f", "{{.Internal}}", name]).stdout.strip() == "true"
-        if is_internal != internal:
-            raise SccError(f"network {name} exists {'without' if internal else 'with'} egress: take the test bed down "
-                           "first (sccnlp testbed down --name ...), then bring it up again")
         return
-    log(f"creating network {name} ({net}{', internal: no egress' if internal else ''})")
+    log(f"creating network {name} ({net})")
     gateway = str(net.network_address + 1)
-    dk.run(["network", "create", "--driver", "bridge", "--subnet", str(net), "--gateway", gateway,
-            *(["--internal"] if internal else []), name])
+    dk.run(["network", "create", "--driver", "bridge", "--subnet", str(net), "--gateway", gateway, name])
 
 
-def _egress_network(tb: Testbed, connect: bool, log: Log) -> None:
-    """Lend the nodes of an internal test bed a second, outbound network (connect) or take it away again."""
-    name = f"{tb.spec.name}-egress"
-    if connect:
-        if dk.run(["network", "inspect", name], check=False).returncode != 0:
-            dk.run(["network", "create", "--driver", "bridge", "--label", f"sccnlp.testbed={tb.spec.name}", name])
-        log("lending the nodes egress for the storage service")
-    attached = dk.run(["network", "inspect", "-f", "{{range .Containers}}{{.Name}} {{end}}", name],
-                      check=False).stdout.split()
-    for node in tb.nodes:
-        if connect and node.container not in attached:
-            dk.run(["network", "connect", name, node.container])
-        elif not connect and node.container in attached:
-            dk.run(["network", "disconnect", "-f", name, node.container])
-    if not connect and dk.run(["network", "inspect", name], check=False).returncode == 0:
-        dk.run(["network", "rm", name])
-        log("egress taken away: the nodes reach only each other and the controller")
+def _egress_rule(net: ipaddress.IPv4Network) -> list[str]:
+    """Docker's hook chain for forwarded traffic: anything from the nodes to an address outside their network is
+    refused at once (no route out; nothing to wait for), while the nodes still reach each other and the controller
+    (the host's address on their bridge is not forwarded)."""
+    return ["DOCKER-USER", "-s", str(net), "!", "-d", str(net), "-j", "REJECT", "--reject-with",
+            "icmp-net-unreachable"]
+
+
+def _set_egress(net: ipaddress.IPv4Network, allowed: bool, log: Log) -> None:
+    if shutil.which("iptables") is None:
+        if allowed:
+            return
+        raise SccError("iptables is not installed: the test bed cannot take egress away (apt-get install -y iptables)")
+    rule = _egress_rule(net)
+    present = subprocess.run(["iptables", "-C", *rule], capture_output=True, check=False).returncode == 0
+    if not allowed and not present:
+        proc = subprocess.run(["iptables", "-I", *rule], capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise SccError(f"iptables refused the no-egress rule for {net}: {proc.stderr.strip()} (run as root, with "
+                           "Docker's iptables chains in place)")
+        log(f"egress taken away: {net} reaches only itself and the controller")
+    elif allowed and present:
+        subprocess.run(["iptables", "-D", *rule], capture_output=True, check=False)
 
 
 def _allow_forwarding(net: ipaddress.IPv4Network) -> None:
@@ -282,7 +283,7 @@ def up(spec: TestbedSpec, log: Log = print, storage: bool = True) -> Testbed:
     tb.nodes = [Node(f"node{i}", f"{spec.name}-node{i}", str(net.network_address + 10 + i))
                 for i in range(1, spec.nodes + 1)]
     network = f"{spec.name}-net"
-    _ensure_network(network, net, log, internal=not spec.egress)
+    _ensure_network(network, net, log)
     _allow_forwarding(net)
     log(f"starting {spec.nodes} nodes from {image}")
     for node in tb.nodes:
@@ -296,12 +297,12 @@ def up(spec: TestbedSpec, log: Log = print, storage: bool = True) -> Testbed:
     tb.known_hosts.write_text("\n".join(lines) + "\n")
     tb.save()
     write_inventory(tb)
+    # The storage service (the cloud side, there before any deploy) is installed first; then egress goes.
+    _set_egress(net, True, log)
     if storage:
-        if not spec.egress:
-            _egress_network(tb, True, log)
         _storage_service(tb, log)
     if not spec.egress:
-        _egress_network(tb, False, log)
+        _set_egress(net, False, log)
     log(f"test bed {spec.name} up in {time.monotonic() - t0:.0f} s; inventory: {tb.inventory}")
     return tb
 
@@ -315,9 +316,12 @@ def down(name: str, log: Log = print) -> None:
     if ids:
         log(f"removing {len(ids)} containers of {name}")
         dk.run(["rm", "-f", "-v", *ids])
-    for net in (f"{name}-net", f"{name}-egress"):
-        if dk.run(["network", "inspect", net], check=False).returncode == 0:
-            dk.run(["network", "rm", net])
+    if dk.run(["network", "inspect", f"{name}-net"], check=False).returncode == 0:
+        dk.run(["network", "rm", f"{name}-net"])
+    if (state_root() / name / "state.json").exists():
+        spec = Testbed.load(name).spec
+        if not spec.egress:
+            _set_egress(ipaddress.IPv4Network(spec.subnet), True, log)
     state = state_root() / name
     if state.exists():
         shutil.rmtree(state)

@@ -1,12 +1,13 @@
 """A cluster without internet, deployed from the offline bundle (issue 14), on the e2e test bed.
 
-`scripts/test.sh e2e` runs `sccnlp up --offline`: the nodes sit on an internal Docker network (no route out; the
-controller still reaches them), `sccnlp bundle build` collects what the deploy needs on the controller, and site.yml
-installs only from it (the inventory carries scc_bundle_src), then validates and trains the demo BERT. These tests
-check that the nodes really have no egress, that what they run is what the bundle holds (the same end state an
-online deploy reaches: the pip lock's versions, installed with --require-hashes, and the Debian versions the bundle
-resolved), and that a tampered bundle or one built for another release is refused naming the node and the file,
-with nothing installed from it. Run: `pytest -m testbed tests/integration/bundle` with SCCNLP_TESTBED_INVENTORY set.
+`scripts/test.sh e2e` runs `sccnlp up --offline`: the host refuses to forward anything from the nodes' network to any
+other address (no route out; they reach each other and the controller), `sccnlp bundle build` collects what the
+deploy needs on the controller, and site.yml installs only from it (the inventory carries scc_bundle_src), then
+validates and trains the demo BERT. These tests check that the nodes really have no egress, that what they run is
+what the bundle holds (the same end state an online deploy reaches: the pip lock's versions, installed with
+--require-hashes, and the Debian versions the bundle resolved), and that a tampered bundle or one built for another
+release is refused naming the node and the file, with nothing installed from it. Run: `pytest -m testbed
+tests/integration/bundle` with SCCNLP_TESTBED_INVENTORY set.
 """
 
 from __future__ import annotations

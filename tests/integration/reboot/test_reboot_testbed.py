@@ -255,6 +255,35 @@ def test_preflight_refuses_a_node_running_another_kernel_than_recorded(testbed_i
     assert [h for h, counts in recap(book.stdout).items() if counts["failed"]] == [node]
 
 
+# A newer kernel, as the archive would offer it, in a local flat repository apt reads for the simulated upgrades
+# only (the node's own sources, a bundle or none, are left alone; the e2e test bed has no route to the archive).
+ARCHIVE = "/var/tmp/scc-kernel-archive"
+APT_ARCHIVE = (f"-o Dir::Etc::SourceList={ARCHIVE}/sources.list -o Dir::Etc::SourceParts={ARCHIVE}/parts "
+               f"-o Dir::State::Lists={ARCHIVE}/lists -o Debug::NoLocking=1")
+NEWER_KERNEL = """\
+Package: linux-image-amd64
+Version: 6.1.0~scc2
+Architecture: all
+Depends: linux-image-6.1.0-99-amd64
+Filename: ./linux-image-amd64_6.1.0~scc2_all.deb
+Size: 1024
+SHA256: {zero}
+Description: the archive's newer kernel meta-package (test stand-in)
+
+Package: linux-image-6.1.0-99-amd64
+Version: 6.1.0-99
+Architecture: all
+Filename: ./linux-image-6.1.0-99-amd64_6.1.0-99_all.deb
+Size: 1024
+SHA256: {zero}
+Description: the archive's newer kernel image (test stand-in)
+""".format(zero="0" * 64)
+
+
+def simulated_upgrade(container: str) -> str:
+    return in_node(container, f"apt-get -s {APT_ARCHIVE} dist-upgrade").stdout
+
+
 def test_the_kernel_meta_package_is_held_so_no_newer_kernel_installs(testbed_inventory, containers):
     node = next(iter(containers))
     c = containers[node]
@@ -264,21 +293,28 @@ def test_the_kernel_meta_package_is_held_so_no_newer_kernel_installs(testbed_inv
                "Architecture: all\\nMaintainer: scc.nlp_training tests <root@localhost>\\nDescription: stand-in for "
                "the kernel meta-package of a bare-metal node\\n' > $d/p/DEBIAN/control && "
                "dpkg-deb -b $d/p $d/meta.deb >/dev/null && dpkg -i $d/meta.deb >/dev/null && rm -r $d")
+    in_node(c, f"rm -rf {ARCHIVE} && mkdir -p {ARCHIVE}/repo {ARCHIVE}/parts {ARCHIVE}/lists/partial && "
+               f"echo 'deb [trusted=yes] file:{ARCHIVE}/repo ./' > {ARCHIVE}/sources.list")
+    put = subprocess.run(["docker", "exec", "-i", c, "sh", "-c", f"cat > {ARCHIVE}/repo/Packages"], input=NEWER_KERNEL,
+                         capture_output=True, text=True, timeout=30, check=False)
+    assert put.returncode == 0, put.stderr
+    in_node(c, f"apt-get -q {APT_ARCHIVE} update >/dev/null")
     try:
-        unheld = in_node(c, "apt-get -s -o Debug::NoLocking=1 dist-upgrade").stdout
+        unheld = simulated_upgrade(c)
         assert re.search(r"^Inst linux-image-\d", unheld, re.M), unheld[-2000:]   # what the hold must stop
         run = playbook(testbed_inventory, "gpu_stack.yml", "--tags", "kernel_lock", "--limit", node)
         assert run.returncode == 0, run.stdout[-3000:]
         assert recap(run.stdout)[node]["changed"] >= 1
         assert "linux-image-amd64" in in_node(c, "apt-mark showhold").stdout.split()
-        held = in_node(c, "apt-get -s -o Debug::NoLocking=1 dist-upgrade").stdout
+        held = simulated_upgrade(c)
         assert not re.search(r"^Inst linux-image", held, re.M), held[-2000:]
         fact = json.loads(in_node(c, "cat /etc/ansible/facts.d/scc_kernel.fact").stdout)
         assert fact["held"] == ["linux-image-amd64"], fact
         again = playbook(testbed_inventory, "gpu_stack.yml", "--tags", "kernel_lock", "--limit", node)
         assert again.returncode == 0 and recap(again.stdout)[node]["changed"] == 0, again.stdout[-3000:]
     finally:
-        in_node(c, "apt-mark unhold linux-image-amd64 >/dev/null; dpkg -P linux-image-amd64 >/dev/null", check=False)
+        in_node(c, "apt-mark unhold linux-image-amd64 >/dev/null; dpkg -P linux-image-amd64 >/dev/null; "
+                   f"rm -rf {ARCHIVE}", check=False)
         playbook(testbed_inventory, "gpu_stack.yml", "--tags", "kernel_lock", "--limit", node)
 
 

@@ -187,4 +187,3 @@ def test_a_bundle_for_another_release_is_refused_before_any_change(testbed_inven
         assert f"{node}: the bundle was built for release debian-11 (the node has debian-12), arch aarch64 (the " \
                "node has x86_64); nothing was changed" in out, got.stdout[-3000:]
     assert ", 0 changes" in got.stdout and "Package sources" not in got.stdout, got.stdout[-3000:]
-

@@ -85,8 +85,10 @@ def test_unknown_storage_backend(run_playbook):
     assert "cpfs_lustre, cpfs_nfs, nfs, glusterfs" in text
 
 
-@pytest.mark.parametrize(("value", "shown"), [("scc-bundle", "'scc-bundle'"), (["/mnt/b"], "'['/mnt/b']'"),
-                                             (None, "'None'"), (True, "'True'")])
+BAD_BUNDLE_DIRS = [("scc-bundle", "'scc-bundle'"), (["/mnt/b"], "'['/mnt/b']'"), (None, "'None'"), (True, "'True'")]
+
+
+@pytest.mark.parametrize(("value", "shown"), BAD_BUNDLE_DIRS)
 def test_bundle_dir_not_an_absolute_path(run_playbook, value, shown):
     """A relative path or a non-string scc_bundle_dir is refused by the sources phase (and the preflight) before
     bundle_source's own argument check, whose message would name neither scc_bundle_dir nor the fix."""

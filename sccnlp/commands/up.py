@@ -42,6 +42,9 @@ def _phase(title: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.bundle_dir and not args.offline:
+        raise SccError(f"--bundle-dir {args.bundle_dir}: only --offline builds and uses a bundle. Fix: add --offline, "
+                       "or drop --bundle-dir")
     times: dict[str, float] = {}
     t = _phase("test bed")
     tb = cluster.up(cluster.TestbedSpec(name=args.name, nodes=args.nodes, subnet=args.subnet,

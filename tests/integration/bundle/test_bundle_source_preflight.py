@@ -41,7 +41,7 @@ def _bundle(tmp: Path, target: dict[str, str]) -> Path:
     return bundle
 
 
-def _preflight(tmp: Path, bundle_dir: str) -> subprocess.CompletedProcess[str]:
+def _preflight(tmp: Path, bundle_dir: str, setting: str = "scc_bundle_dir") -> subprocess.CompletedProcess[str]:
     coll = tmp / "collections" / "ansible_collections" / "scc"
     coll.mkdir(parents=True, exist_ok=True)
     if not (coll / "nlp_training").exists():
@@ -55,7 +55,7 @@ def _preflight(tmp: Path, bundle_dir: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp / "collections"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), PATH=f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}")
     return subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", str(tmp / "inventory.ini"), str(play), "--check",
-                           "-e", json.dumps({"scc_bundle_dir": bundle_dir})],
+                           "-e", json.dumps({setting: bundle_dir})],
                           capture_output=True, text=True, env=env, cwd=tmp, timeout=300, check=False)
 
 
@@ -93,3 +93,22 @@ def test_a_missing_bundle_names_the_setting(tmp_path: Path, target: dict[str, st
     proc = _preflight(tmp_path, str(tmp_path / "nowhere"))
     out = " ".join((proc.stdout + proc.stderr).split())
     assert proc.returncode != 0 and "bnd-node: bundle_source_dir (scc_bundle_dir) is" in out
+
+
+@pytest.mark.parametrize("src", ["scc-bundle", "/nowhere/scc-bundle"])
+def test_a_missing_controller_bundle_names_the_setting(tmp_path: Path, target: dict[str, str], src: str) -> None:
+    proc = _preflight(tmp_path, src, setting="scc_bundle_src")
+    out = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode != 0
+    assert (f"bnd-node: bundle_source_src (scc_bundle_src) is {src} and bundle_source_dir (scc_bundle_dir) is "
+            "/var/lib/scc-bundle; both must be absolute paths, and the controller must hold a bundle (manifest.json) "
+            "at the first. Fix: sccnlp bundle build -i INVENTORY -o DIR, then scc_bundle_src=DIR.") in out, out[-2000:]
+
+
+def test_a_controller_bundle_for_another_target_is_refused(tmp_path: Path, target: dict[str, str]) -> None:
+    bundle = _bundle(tmp_path, {**target, "arch": "aarch64"})
+    proc = _preflight(tmp_path, str(bundle), setting="scc_bundle_src")
+    out = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode != 0
+    assert f"bnd-node: the bundle was built for arch aarch64 (the node has {target['arch']}); nothing was changed" \
+        in out, out[-2000:]

@@ -169,3 +169,12 @@ def test_node_addresses_follow_the_subnet(monkeypatch: pytest.MonkeyPatch, tmp_p
         cluster.up(cluster.TestbedSpec(name="core-tb", nodes=3, subnet="172.31.8.0/24"), log=lambda _: None)
     assert started == [("node1", "core-tb-node1", "172.31.8.11"), ("node2", "core-tb-node2", "172.31.8.12"),
                        ("node3", "core-tb-node3", "172.31.8.13")]
+
+
+def test_a_bundle_dir_without_offline_is_refused(no_docker: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """`sccnlp up --bundle-dir DIR` alone would build and use nothing: refused before the test bed starts."""
+    rc = cli.main(["up", "--bundle-dir", "/srv/scc-bundle"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == ""
+    assert err.strip() == ("sccnlp: error: --bundle-dir /srv/scc-bundle: only --offline builds and uses a bundle. "
+                           "Fix: add --offline, or drop --bundle-dir")

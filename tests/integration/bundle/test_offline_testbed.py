@@ -107,6 +107,8 @@ def test_the_nodes_run_what_the_bundle_holds(containers: dict[str, str], doc: di
         check = subprocess.run(["docker", "exec", "-i", "-w", NODE_DIR, container, "sha256sum", "--strict", "-c", "-"],
                                input=sums, capture_output=True, text=True, timeout=300, check=False)
         assert check.returncode == 0, (name, check.stdout[-2000:], check.stderr[-1000:])
+        shipped = set(in_node(container, f"cd {NODE_DIR} && find . -type f -printf '%P\\n'").stdout.split())
+        assert shipped == {e["file"] for e in doc["entries"]} | {"manifest.json"}, (name, sorted(shipped)[:20])
         installed = dpkg(container)
         for pkg in ("openmpi-bin", "fuse3", "python3.11-venv"):
             assert pkg in debs and installed.get(pkg) == debs[pkg], (name, pkg, installed.get(pkg), debs.get(pkg))

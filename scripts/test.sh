@@ -15,7 +15,8 @@ export PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
 # Scenarios CI runs, in order (each `molecule test`: create, prepare, converge, idempotence, a check-mode run that
 # must change nothing, verify, destroy). Scenarios joined by + run at the same time (small ones that mostly wait on
 # package downloads); their logs are printed one after the other when all have ended. molecule/cluster8 (the same
-# cases at eight nodes) is run by name: on two cores its module runs alone take longer than CI's budget holds.
+# cases at eight nodes) is run by name: on two cores its module runs alone take longer than CI's budget holds (the
+# molecule stage with it instead of the 3-node cluster: 1,975 s against 1,220 s; docs/BENCHMARKS.md, issue 12).
 MOLECULE_SCENARIOS=${MOLECULE_SCENARIOS:-cluster gpu_stack+runtime}
 E2E_TESTBED=ci-e2e
 

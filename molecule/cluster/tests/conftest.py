@@ -27,6 +27,8 @@ import yaml
 
 SCENARIO_DIR = Path(os.environ.get("MOLECULE_SCENARIO_DIRECTORY", Path(__file__).resolve().parents[1]))
 REPO_ROOT = SCENARIO_DIR.parents[1]
+# The group settings live with these tests (molecule/cluster/inventory); molecule/cluster8 links to them.
+GROUP_VARS = Path(__file__).resolve().parents[1] / "inventory" / "group_vars" / "scc_cluster.yml"
 HOSTFILE = "/etc/scc/mpihosts"
 ENV_FILE = "/etc/scc/scc.env"
 MOUNTPOINT = "/mnt/cpfs"
@@ -92,8 +94,7 @@ def write_inventory(tmp_path: Path, nodes: dict[str, str], bricks: Optional[list
     container as a FAILED task instead."""
     inv = tmp_path / "inventory"
     (inv / "group_vars").mkdir(parents=True)
-    (inv / "group_vars/scc_cluster.yml").write_text(
-        (SCENARIO_DIR / "inventory/group_vars/scc_cluster.yml").read_text())
+    (inv / "group_vars/scc_cluster.yml").write_text(GROUP_VARS.read_text())
     hosts = {name: {"ansible_connection": "community.docker.docker", "ansible_host": ip, "ansible_docker_host": name}
              for name, ip in nodes.items()}
     for name in silent:

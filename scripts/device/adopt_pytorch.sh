@@ -5,20 +5,15 @@
 # (playbooks/runtime.yml --tags pytorch) three times: converge, again (must report changed=0), and --check
 # (changed=0). The local fact goes to $OUT/pytorch/facts.d/ so nothing under /etc is written.
 # Outputs: $OUT/pytorch/{inventory.ini,vars.json,run1.log,run2.log,check.log,facts.d/scc_pytorch.fact,summary.txt}.
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
 set -euo pipefail
-
-REPO=$(pwd)
+# shellcheck source=scripts/device/lib.sh
+. "$(dirname "$0")/lib.sh"
+device_setup
+cd "$REPO"
 OUT=${OUT:-/tmp/out}
 DIR="$OUT/pytorch"
 ADOPT_PYTHON=${SCC_ADOPT_PYTHON:-/opt/torch/.venv/bin/python3}
-mkdir -p "$DIR/facts.d" /tmp/coll/ansible_collections/scc /tmp/scc-ansible-tmp
-ln -sfn "$REPO" /tmp/coll/ansible_collections/scc/nlp_training
-
-export ANSIBLE_CONFIG="$REPO/ansible.cfg"
-export ANSIBLE_COLLECTIONS_PATH=/tmp/coll
-export ANSIBLE_LOCAL_TEMP=/tmp/scc-ansible-tmp ANSIBLE_REMOTE_TEMP=/tmp/scc-ansible-tmp
-export ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 ANSIBLE_RETRY_FILES_ENABLED=0
+mkdir -p "$DIR/facts.d"
 
 cat > "$DIR/inventory.ini" <<INV
 [scc_cluster]

@@ -5,24 +5,16 @@
 #   3. a V100 + CUDA 13 plan is refused with the matrix's message.
 # Outputs go to $OUT/adopt/ (logs, the raw nvidia-smi outputs for the parser fixtures, summary.txt).
 # Usage (from the repository root): bash scripts/device/adopt_stack.sh [extra ansible-playbook args, e.g. -e nccl_version=2.27]
-# Ansible is not installed on the GPU node: the wheels in .whl/ (ansible-core and its dependencies) are unpacked
-# into /tmp/site first.
+# Ansible and the dependency collections come from .whl/ and .device/ (scripts/device/lib.sh).
 set -uo pipefail
 
-REPO=$(cd "$(dirname "$0")/../.." && pwd)
 OUT_DIR=${OUT:-/tmp/out}/adopt
 mkdir -p "$OUT_DIR"
+# shellcheck source=scripts/device/lib.sh
+. "$(dirname "$0")/lib.sh"
+device_setup || exit 2
 cd "$REPO" || exit 2
-
-if ! command -v ansible-playbook >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 2
-  export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
-fi
-COLL=/tmp/sccnlp-adopt-collections
-mkdir -p "$COLL/ansible_collections/scc"
-ln -sfn "$REPO" "$COLL/ansible_collections/scc/nlp_training"
-export ANSIBLE_COLLECTIONS_PATH=$COLL ANSIBLE_CONFIG=$REPO/ansible.cfg ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
-export ANSIBLE_LOCALHOST_WARNING=0 ANSIBLE_INVENTORY_UNPARSED_WARNING=0 ANSIBLE_CALLBACK_RESULT_FORMAT=json
+export ANSIBLE_CALLBACK_RESULT_FORMAT=json
 
 INV=inventory/localhost_gpu.yml
 PB=playbooks/gpu_stack.yml

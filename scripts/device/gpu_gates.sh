@@ -27,7 +27,6 @@ die() { log "ERROR: $*"; exit 2; }
 
 { [ -f "$REPO/galaxy.yml" ] && [ -f "$REPO/playbooks/validate.yml" ]; } || die "run from the repository root"
 [ -f "$REPO/.device/nccl-tests.tar.gz" ] || die ".device/nccl-tests.tar.gz missing (the nccl-tests snapshot)"
-ls "$REPO"/.whl/*.whl >/dev/null 2>&1 || die ".whl/*.whl missing (ansible-core wheels for the offline bootstrap)"
 command -v nvidia-smi >/dev/null || die "nvidia-smi not found"
 
 SUDO=""
@@ -38,19 +37,14 @@ fi
 
 # --- Ansible, offline -------------------------------------------------------------------------------------------
 # The torch venv's python runs Ansible, its modules and the GPU gates (GATES_PYTHON overrides).
-PY=${GATES_PYTHON:-$(command -v python3)}
-if ! "$PY" -c 'import torch' 2>/dev/null && [ -x /opt/torch/.venv/bin/python3 ]; then PY=/opt/torch/.venv/bin/python3; fi
+DEVICE_PYTHON=${GATES_PYTHON:-}
+# shellcheck source=scripts/device/lib.sh
+. "$REPO/scripts/device/lib.sh"
+device_setup || die "device setup failed (see above)"
+PY=$DEVICE_PY
 "$PY" -c 'import torch' 2>/dev/null || die "$PY cannot import torch; set GATES_PYTHON to the torch venv's python"
 log "python3: $PY ($("$PY" --version 2>&1))"
-"$PY" -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$REPO"/.whl/*.whl \
-  || die "offline install of .whl/*.whl failed"
-export PYTHONPATH=/tmp/site PATH=/tmp/site/bin:$PATH
-mkdir -p /tmp/coll/ansible_collections/scc
-ln -sfn "$REPO" /tmp/coll/ansible_collections/scc/nlp_training
-export ANSIBLE_COLLECTIONS_PATH=/tmp/coll ANSIBLE_ROLES_PATH=$REPO/roles ANSIBLE_CONFIG=$REPO/ansible.cfg \
-       ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 ANSIBLE_LOCALHOST_WARNING=false ANSIBLE_INVENTORY_UNPARSED_WARNING=false
-"$PY" -c 'import ansible, jinja2, yaml, packaging, resolvelib' 2>/dev/null \
-  || die "ansible-core or one of its dependencies (jinja2, PyYAML, packaging, resolvelib) is missing: add its wheel to .whl/"
+export ANSIBLE_ROLES_PATH=$REPO/roles
 ansible-playbook --version | head -1 || die "ansible-playbook does not start"
 # The validate role delivers the gates as the sccnlp-node wheel, built here with setuptools (pip wheel
 # --no-build-isolation --no-index) by the Python that runs Ansible: put a setuptools (>= 68) wheel into .whl/ when
@@ -105,6 +99,8 @@ scc_cluster:
   vars:
     scc_venv: $VENV
     scc_shared_dir: $WORK/shared
+    # One GPU node without shared storage: the storage checks are reported as skipped, with the reason.
+    validate_storage_check: false
     scc_mpi_hostfile: $WORK/mpihosts
     scc_env_file: $WORK/scc.env
     validate_python: $PY

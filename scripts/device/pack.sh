@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Prepare, on the build machine, everything the device check (scripts/device/check_all.sh) carries to a GPU machine
+# that has no network. Run from the repository root after `make bootstrap`:
+#   bash scripts/device/pack.sh            # then carry .whl and .device (device tool: carry: [".whl", ".device"])
+# Fills (both folders are git-ignored):
+#   .whl/                 ansible-core (requirements/ci.txt's pin) and the dependencies a GPU image with a PyTorch
+#                         venv lacks (resolvelib, cryptography, cffi, pycparser, python-debian), for CPython 3.12 on
+#                         x86-64; DEVICE_PY=3.11 etc. for another node Python
+#   .device/collections/  the collections galaxy.yml declares, as tarballs built offline from the pinned `ansible`
+#                         package (python -m sccnlp.bundle.collections)
+#   .device/corpus.txt.gz the demo corpus (Debian's python3-doc, unpacked here, not installed; the first
+#                         CORPUS_MB=8 MB of text) for the BERT run through the role path
+#   .device/nccl-tests.tar.gz   a snapshot of NVIDIA/nccl-tests: made from NCCL_TESTS_GIT=<a clone> (git archive of its
+#                         HEAD) when missing; the validate role builds it there against the venv's NCCL
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PY=${DEVICE_PY:-3.12}
+pin() { grep -iE "^$1==" requirements/ci.txt | head -1; }
+want=("$(pin ansible-core)" "$(pin resolvelib)" "$(pin cryptography)" "$(pin cffi)" "$(pin pycparser)"
+      "python-debian==${PYTHON_DEBIAN_VERSION:-1.0.1}")
+for w in "${want[@]}"; do [[ $w == *==* ]] || { echo "pack: requirements/ci.txt pins no ${w:-a package} (${want[*]})" >&2; exit 2; }; done
+rm -rf .whl && mkdir -p .whl .device/collections
+.venv/bin/python -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+  --python-version "$PY" --implementation cp --abi "cp${PY/./}" --abi abi3 --abi none \
+  --platform manylinux_2_34_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+  --platform manylinux2014_x86_64 --platform any -d .whl "${want[@]}"
+rm -f .device/collections/*.tar.gz
+.venv/bin/python -m sccnlp.bundle.collections "$PWD/.device/collections" >/dev/null
+if [ ! -s .device/nccl-tests.tar.gz ]; then
+  [ -n "${NCCL_TESTS_GIT:-}" ] || { echo "pack: .device/nccl-tests.tar.gz missing: set NCCL_TESTS_GIT to a clone of NVIDIA/nccl-tests" >&2; exit 2; }
+  git --git-dir "$NCCL_TESTS_GIT" archive --format=tar.gz --prefix=nccl-tests/ HEAD >.device/nccl-tests.tar.gz
+fi
+if [ ! -s .device/corpus.txt.gz ]; then
+  tmp=$(mktemp -d)
+  # python3-doc and the versioned package holding the HTML (python3.11-doc), unpacked only
+  mapfile -t docs < <(echo python3-doc; apt-cache depends python3-doc | awk '$1 == "Depends:" {print $2}')
+  chmod 777 "$tmp"
+  (cd "$tmp" && apt-get download -q "${docs[@]}" >/dev/null 2>&1) || { echo "pack: apt-get download ${docs[*]} failed" >&2; exit 2; }
+  for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$tmp/root"; done
+  .venv/bin/python -m sccnlp.bert.corpus build --from-debian-docs --package python3-doc --root "$tmp/root" \
+    --max-mb "${CORPUS_MB:-8}" "$tmp/corpus.txt" >/dev/null
+  gzip -9n <"$tmp/corpus.txt" >.device/corpus.txt.gz
+  rm -rf "$tmp"
+fi
+echo "pack: .whl:" .whl/*.whl
+echo "pack: .device:" .device/collections/*.tar.gz .device/nccl-tests.tar.gz .device/corpus.txt.gz
+du -sh .whl .device | tr '\n' ' '; echo

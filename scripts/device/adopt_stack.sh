@@ -91,5 +91,6 @@ verdict() { local label=$1; shift; if "$@"; then echo "PASS  $label"; PASS=$((PA
   verdict "V100 + CUDA 13 refused (rc $RC4): ${REFUSED_MSG:-no message}" test "$RC4" != 0 -a -n "$REFUSED_MSG"
   echo "-- $PASS passed, $FAIL failed"
   echo "-- on failure read: $OUT_DIR/run1.log (first error: $(grep -m1 -E '^fatal|ERROR' "$OUT_DIR/run1.log" | cut -c1-200))"
-} | tee "$OUT_DIR/summary.txt"
+} >"$OUT_DIR/summary.txt"
+cat "$OUT_DIR/summary.txt"
 [ "$FAIL" = 0 ]

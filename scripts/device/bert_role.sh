@@ -89,5 +89,6 @@ within() { "$DEVICE_PY" -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exi
   verdict "role path ${ROLE:-?} seq/s vs harness ${BENCH:-?} seq/s on the same shards: within 5%" within "${ROLE:-0}" "${BENCH:-0}"
   echo "-- $PASS passed, $FAIL failed"
   echo "-- first error: $(grep -m1 -E '^fatal|ERROR|FAILED' "$D/ansible-bert.log" | cut -c1-300)"
-} | tee "$D/summary.txt"
+} >"$D/summary.txt"
+cat "$D/summary.txt"
 [ "$FAIL" = 0 ]

@@ -6,6 +6,9 @@
 #   .whl/                 ansible-core (requirements/ci.txt's pin) and the dependencies a GPU image with a PyTorch
 #                         venv lacks (resolvelib, cryptography, cffi, pycparser, python-debian), for CPython 3.12 on
 #                         x86-64; DEVICE_PY=3.11 etc. for another node Python
+#   .whl/python_apt-*.whl the Python bindings of apt (ansible.builtin.apt needs them) built for that Python from
+#                         Debian's python-apt source package, for GPU images without python3-apt (Ubuntu server
+#                         ships it; the lent machines' image does not): needs pyenv's Python $DEVICE_PY
 #   .device/collections/  the collections galaxy.yml declares, as tarballs built offline from the pinned `ansible`
 #                         package (python -m sccnlp.bundle.collections)
 #   .device/corpus.txt.gz the demo corpus (Debian's python3-doc, unpacked here, not installed; the first
@@ -24,6 +27,27 @@ rm -rf .whl && mkdir -p .whl .device/collections
   --python-version "$PY" --implementation cp --abi "cp${PY/./}" --abi abi3 --abi none \
   --platform manylinux_2_34_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
   --platform manylinux2014_x86_64 --platform any -d .whl "${want[@]}"
+# python-apt: the source package through a private deb-src list made from this machine's own sources.
+pyenv_py=$(printf '%s\n' "$HOME"/.pyenv/versions/"$PY".*/bin/python | grep -v "\*" | sort -V | tail -1)
+[ -n "$pyenv_py" ] || { echo "pack: no Python $PY under pyenv to build python-apt for" >&2; exit 2; }
+apt_tmp=$(mktemp -d); chmod 755 "$apt_tmp"
+mkdir -p "$apt_tmp/parts" "$apt_tmp/lists/partial" "$apt_tmp/src"
+for f in /etc/apt/sources.list.d/*.sources; do
+  [ -f "$f" ] && sed 's/^Types: deb$/Types: deb-src/' "$f" >"$apt_tmp/parts/$(basename "$f")"
+done
+src_opts=(-o "Dir::Etc::SourceParts=$apt_tmp/parts" -o Dir::Etc::SourceList=/dev/null -o "Dir::State::Lists=$apt_tmp/lists")
+dpkg-query -W -f='${Status}' libapt-pkg-dev 2>/dev/null | grep -q "ok installed" \
+  || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libapt-pkg-dev >/dev/null
+apt-get "${src_opts[@]}" update -qq >/dev/null 2>&1
+chmod 777 "$apt_tmp/src"
+(cd "$apt_tmp/src" && apt-get "${src_opts[@]}" source -qq python-apt >/dev/null 2>&1) \
+  || { echo "pack: apt-get source python-apt failed" >&2; exit 2; }
+"$pyenv_py" -m venv "$apt_tmp/venv" && "$apt_tmp/venv/bin/pip" install -q --disable-pip-version-check setuptools wheel
+src_dir=$(ls -d "$apt_tmp"/src/python-apt-*/)
+(cd "$src_dir" && DEBVER=$(basename "$src_dir" | sed 's/^python-apt-//') "$apt_tmp/venv/bin/python" setup.py -q bdist_wheel \
+  >"$apt_tmp/build.log" 2>&1) || { echo "pack: building python-apt failed ($apt_tmp/build.log)" >&2; exit 2; }
+cp "$src_dir"/dist/python_apt-*.whl .whl/
+rm -rf "$apt_tmp"
 rm -f .device/collections/*.tar.gz
 .venv/bin/python -m sccnlp.bundle.collections "$PWD/.device/collections" >/dev/null
 if [ ! -s .device/nccl-tests.tar.gz ]; then

@@ -26,20 +26,27 @@ die() { log "ERROR: $*"; exit 1; }
 ver() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null; }
 
 first() { dpkg-query -W -f='${Package} ${Status}\n' "$1" 2>/dev/null | awk '/ installed$/ {print $1}' | sort -V | tail -1; }
-CUDA_PKG=${CUDA_PKG:-$(first 'cuda-toolkit-[0-9]*')}
+# CUDA: the toolkit's meta-package where it is installed, else the parts of it that are (compiler, libraries, tools).
+CUDA_META=$(first 'cuda-toolkit-[0-9]*-[0-9]*' | grep -E '^cuda-toolkit-[0-9]+-[0-9]+$')
+if [ -n "$CUDA_META" ]; then CUDA_PKGS=("$CUDA_META"); else
+  mapfile -t CUDA_PKGS < <(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' 'cuda-compiler-*' 'cuda-libraries-*' \
+    'cuda-command-line-tools-*' 'cuda-minimal-build-*' 2>/dev/null | awk '$2 ~ /^[ih]i/ {print $1}' | sort)
+fi
 NCCL_PKG=${NCCL_PKG:-libnccl2}
 CUDNN_PKG=${CUDNN_PKG:-$(first 'libcudnn9-cuda-*')}
-for p in "$CUDA_PKG" "$NCCL_PKG" "$CUDNN_PKG"; do
+for p in "${CUDA_PKGS[0]:-}" "$NCCL_PKG" "$CUDNN_PKG"; do
   if [ -z "$p" ] || [ -z "$(ver "$p")" ]; then
-    die "not installed from packages here: ${p:-a cuda-toolkit-X-Y / libcudnn9-cuda-X package} (dpkg -l | grep -E 'cuda|nccl|cudnn')"
+    die "not installed from packages here: ${p:-a cuda-toolkit-X-Y / cuda-compiler-X-Y / libcudnn9-cuda-X package} (dpkg -l | grep -E 'cuda|nccl|cudnn')"
   fi
 done
+CUDA_PKG=${CUDA_PKGS[0]}
 CUDA_VER=$(ver "$CUDA_PKG") NCCL_VER=$(ver "$NCCL_PKG") CUDNN_VER=$(ver "$CUDNN_PKG")
-CUDA_MM=$(echo "$CUDA_PKG" | sed -E 's/^cuda-toolkit-([0-9]+)-([0-9]+)$/\1.\2/')
-log "packages: $CUDA_PKG=$CUDA_VER $NCCL_PKG=$NCCL_VER $CUDNN_PKG=$CUDNN_VER (CUDA $CUDA_MM)"
+for p in "${CUDA_PKGS[@]}"; do [ "$(ver "$p")" = "$CUDA_VER" ] || die "$p is at $(ver "$p"), not $CUDA_VER like $CUDA_PKG"; done
+CUDA_MM=$(echo "$CUDA_PKG" | sed -E 's/^.*-([0-9]+)-([0-9]+)$/\1.\2/')
+log "packages: ${CUDA_PKGS[*]}=$CUDA_VER $NCCL_PKG=$NCCL_VER $CUDNN_PKG=$CUDNN_VER (CUDA $CUDA_MM)"
 
 # 1. The removal set: what apt removes with the three (reverse dependencies too), never a driver package.
-apt-get -s remove "$CUDA_PKG" "$NCCL_PKG" "$CUDNN_PKG" >"$D/remove-simulation.txt" 2>&1 || die "apt-get -s remove failed (remove-simulation.txt)"
+apt-get -s remove "${CUDA_PKGS[@]}" "$NCCL_PKG" "$CUDNN_PKG" >"$D/remove-simulation.txt" 2>&1 || die "apt-get -s remove failed (remove-simulation.txt)"
 mapfile -t REMOVE < <(awk '/^Remv / {print $2}' "$D/remove-simulation.txt" | sed 's/:.*//' | sort -u)
 DRIVER_RE=$("$DEVICE_PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from sccnlp.bundle.repack import DRIVER; print(DRIVER)' "$REPO")
 if printf '%s\n' "${REMOVE[@]}" | grep -Eq "$DRIVER_RE"; then
@@ -66,7 +73,7 @@ mkdir -p "$W/sources"
 for f in /etc/apt/sources.list /etc/apt/sources.list.d/*; do [ -f "$f" ] && mv "$f" "$W/sources/$(echo "$f" | tr / _)"; done
 restore_sources() { for f in "$W"/sources/*; do [ -f "$f" ] && mv "$f" "$(basename "$f" | tr _ /)"; done; }
 trap restore_sources EXIT
-apt-get remove -y "${REMOVE[@]}" >"$D/remove.log" 2>&1 || die "apt-get remove failed (remove.log)"
+apt-get remove -y --allow-change-held-packages "${REMOVE[@]}" >"$D/remove.log" 2>&1 || die "apt-get remove failed (remove.log)"
 nvidia-smi -L >/dev/null 2>&1 || die "the GPU is gone after the removal (nvidia-smi)"
 [ ! -x /usr/local/cuda-"$CUDA_MM"/bin/nvcc ] || die "nvcc still there after the removal"
 log "removed; nvidia-smi still works; no nvcc"
@@ -76,7 +83,7 @@ cat >"$W/vars.yml" <<VARS
 gpu_count: $(nvidia-smi -L | grep -c '^GPU ')
 cuda_method: package
 cuda_version: "$CUDA_MM"
-cuda_packages: [$CUDA_PKG]
+cuda_packages: [$(IFS=,; echo "${CUDA_PKGS[*]}")]
 cuda_package_version: "$CUDA_VER"
 nccl_method: package
 nccl_version: "${NCCL_VER%%-*}"
@@ -102,15 +109,15 @@ T0=$(date +%s); play run2; log "run 2 rc $(cat "$D/run2.rc") in $(( $(date +%s) 
 T0=$(date +%s); play check --check; log "--check rc $(cat "$D/check.rc") in $(( $(date +%s) - T0 )) s: $(recap check)"
 play refuse -e gpu_arch=volta
 REFUSED=$(grep -o 'cuda [0-9.]* does not support gpu_arch volta[^|"]*' "$D/refuse.log" | head -1)
-dpkg-query -W "$CUDA_PKG" "$NCCL_PKG" "$CUDNN_PKG" >"$D/installed.txt" 2>&1
+dpkg-query -W "${CUDA_PKGS[@]}" "$NCCL_PKG" "$CUDNN_PKG" >"$D/installed.txt" 2>&1
 apt-mark showhold >"$D/holds.txt"
 /usr/local/cuda-"$CUDA_MM"/bin/nvcc --version >"$D/nvcc-version.txt" 2>&1
 
 # 4. Put the machine back: the rest of the removal set from the same repository, holds released.
-apt-mark unhold "$CUDA_PKG" "$NCCL_PKG" "$CUDNN_PKG" >/dev/null 2>&1
+apt-mark unhold "${CUDA_PKGS[@]}" "$NCCL_PKG" "$CUDNN_PKG" >/dev/null 2>&1
 rm -f /etc/apt/preferences.d/scc-*
 mapfile -t PINS < <(awk '{print $1"="$2}' "$D/before.txt")
-apt-get install -y --allow-downgrades "${PINS[@]}" >"$D/restore.log" 2>&1
+apt-get install -y --allow-downgrades --allow-change-held-packages "${PINS[@]}" >"$D/restore.log" 2>&1
 RESTORE_RC=$?
 dpkg-query -W "${REMOVE[@]}" >"$D/after.txt" 2>&1
 restore_sources; trap - EXIT
@@ -124,8 +131,9 @@ all_held() { for p in "$@"; do grep -qx "$p" "$D/holds.txt" || return 1; done; }
   echo "== NVIDIA packages by the roles from a local repository ($(date -u +%FT%TZ))"
   verdict "run 1 installs them (rc $(cat "$D/run1.rc"); $(recap run1))" test "$(cat "$D/run1.rc")" = 0
   verdict "pinned versions installed: $(tr '\t' '=' <"$D/installed.txt" | tr '\n' ' ')" \
-    diff -q <(printf '%s\t%s\n' "$CUDA_PKG" "$CUDA_VER" "$NCCL_PKG" "$NCCL_VER" "$CUDNN_PKG" "$CUDNN_VER" | sort) <(sort "$D/installed.txt")
-  verdict "held: $(tr '\n' ' ' <"$D/holds.txt")" all_held "$CUDA_PKG" "$NCCL_PKG" "$CUDNN_PKG"
+    diff -q <({ for p in "${CUDA_PKGS[@]}"; do printf '%s\t%s\n' "$p" "$CUDA_VER"; done
+              printf '%s\t%s\n' "$NCCL_PKG" "$NCCL_VER" "$CUDNN_PKG" "$CUDNN_VER"; } | sort) <(sort "$D/installed.txt")
+  verdict "held: $(tr '\n' ' ' <"$D/holds.txt")" all_held "${CUDA_PKGS[@]}" "$NCCL_PKG" "$CUDNN_PKG"
   verdict "nvcc built a kernel and the GPU ran it: $(grep -ho 'nvcc [0-9.]* built a kernel[^"]*' "$D/run1.log" | head -1)" \
     grep -q 'built a kernel and the GPU ran it (sum 523776)' "$D/run1.log"
   verdict "the NCCL the stack loads is the pinned one: $(grep -ho 'gpu-node-1: nccl [0-9.]* loads[^"]*' "$D/run1.log" | head -1)" \
@@ -138,5 +146,6 @@ all_held() { for p in "$@"; do grep -qx "$p" "$D/holds.txt" || return 1; done; }
   verdict "machine put back (restore rc $RESTORE_RC): the removal set at its versions again" diff -q "$D/before.txt" "$D/after.txt"
   echo "-- $PASS passed, $FAIL failed"
   echo "-- first error: $(grep -m1 -hE '^fatal|ERROR' "$D/run1.log" "$D/run2.log" "$D/check.log" 2>/dev/null | cut -c1-300)"
-} | tee "$D/summary.txt"
+} >"$D/summary.txt"
+cat "$D/summary.txt"
 [ "$FAIL" = 0 ]

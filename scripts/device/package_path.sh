@@ -46,7 +46,9 @@ CUDA_MM=$(echo "$CUDA_PKG" | sed -E 's/^.*-([0-9]+)-([0-9]+)$/\1.\2/')
 log "packages: ${CUDA_PKGS[*]}=$CUDA_VER $NCCL_PKG=$NCCL_VER $CUDNN_PKG=$CUDNN_VER (CUDA $CUDA_MM)"
 
 # 1. The removal set: what apt removes with the three (reverse dependencies too), never a driver package.
-apt-get -s remove "${CUDA_PKGS[@]}" "$NCCL_PKG" "$CUDNN_PKG" >"$D/remove-simulation.txt" 2>&1 || die "apt-get -s remove failed (remove-simulation.txt)"
+# Held dependents (NVIDIA's images hold libnccl-dev, libcudnn9-dev-*, ...) go with them and come back in step 4.
+apt-mark showhold >"$D/holds-before.txt"
+apt-get -s remove --allow-change-held-packages "${CUDA_PKGS[@]}" "$NCCL_PKG" "$CUDNN_PKG" >"$D/remove-simulation.txt" 2>&1 || die "apt-get -s remove failed (remove-simulation.txt)"
 mapfile -t REMOVE < <(awk '/^Remv / {print $2}' "$D/remove-simulation.txt" | sed 's/:.*//' | sort -u)
 DRIVER_RE=$("$DEVICE_PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from sccnlp.bundle.repack import DRIVER; print(DRIVER)' "$REPO")
 if printf '%s\n' "${REMOVE[@]}" | grep -Eq "$DRIVER_RE"; then
@@ -119,6 +121,7 @@ rm -f /etc/apt/preferences.d/scc-*
 mapfile -t PINS < <(awk '{print $1"="$2}' "$D/before.txt")
 apt-get install -y --allow-downgrades --allow-change-held-packages "${PINS[@]}" >"$D/restore.log" 2>&1
 RESTORE_RC=$?
+xargs -r apt-mark hold <"$D/holds-before.txt" >/dev/null 2>&1 || RESTORE_RC=1
 dpkg-query -W "${REMOVE[@]}" >"$D/after.txt" 2>&1
 restore_sources; trap - EXIT
 rm -f /etc/apt/sources.list.d/scc-nvidia-cuda.sources

@@ -46,11 +46,13 @@ CUDA_MM=$(echo "$CUDA_PKG" | sed -E 's/^.*-([0-9]+)-([0-9]+)$/\1.\2/')
 log "packages: ${CUDA_PKGS[*]}=$CUDA_VER $NCCL_PKG=$NCCL_VER $CUDNN_PKG=$CUDNN_VER (CUDA $CUDA_MM)"
 
 # 1. The removal set: what apt removes with the three (reverse dependencies too), never a driver package.
-# Held dependents (NVIDIA's images hold libnccl-dev, libcudnn9-dev-*, ...) go with them and come back in step 4.
-apt-mark showhold >"$D/holds-before.txt"
-apt-get -s remove --allow-change-held-packages "${CUDA_PKGS[@]}" "$NCCL_PKG" "$CUDNN_PKG" >"$D/remove-simulation.txt" 2>&1 || die "apt-get -s remove failed (remove-simulation.txt)"
-mapfile -t REMOVE < <(awk '/^Remv / {print $2}' "$D/remove-simulation.txt" | sed 's/:.*//' | sort -u)
 DRIVER_RE=$("$DEVICE_PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); from sccnlp.bundle.repack import DRIVER; print(DRIVER)' "$REPO")
+# Held dependents (NVIDIA's images hold libnccl-dev, libcudnn9-dev-*, ...) block the resolver: every hold but the
+# driver's is released for the removal and put back in step 4.
+apt-mark showhold >"$D/holds-before.txt"
+grep -vE "$DRIVER_RE" "$D/holds-before.txt" | xargs -r apt-mark unhold >/dev/null
+apt-get -s remove "${CUDA_PKGS[@]}" "$NCCL_PKG" "$CUDNN_PKG" >"$D/remove-simulation.txt" 2>&1 || die "apt-get -s remove failed (remove-simulation.txt)"
+mapfile -t REMOVE < <(awk '/^Remv / {print $2}' "$D/remove-simulation.txt" | sed 's/:.*//' | sort -u)
 if printf '%s\n' "${REMOVE[@]}" | grep -Eq "$DRIVER_RE"; then
   die "removing them would remove driver packages: $(printf '%s\n' "${REMOVE[@]}" | grep -E "$DRIVER_RE" | tr '\n' ' ')"
 fi

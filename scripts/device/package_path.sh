@@ -57,11 +57,19 @@ if printf '%s\n' "${REMOVE[@]}" | grep -Eq "$DRIVER_RE"; then
   die "removing them would remove driver packages: $(printf '%s\n' "${REMOVE[@]}" | grep -E "$DRIVER_RE" | tr '\n' ' ')"
 fi
 log "removal set: ${#REMOVE[@]} packages"
-dpkg-query -W "${REMOVE[@]}" >"$D/before.txt"
 T0=$(date +%s)
 PYTHONPATH=$REPO:$PYTHONPATH "$DEVICE_PY" -m sccnlp.bundle.repack --out "$NVREPO" --maintainer nvidia "${REMOVE[@]}" \
   >"$D/repacked.txt" 2>"$D/repack.err" || die "repack failed: $(tail -3 "$D/repack.err")"
 log "repacked $(wc -l <"$D/repacked.txt") packages in $(( $(date +%s) - T0 )) s ($(du -sh "$NVREPO" | cut -f1))"
+# Removing only the meta-packages leaves their parts (nvcc, the libraries) installed: the whole repacked closure goes,
+# and nothing apt would remove with it may be missing from the stand-in (it could not come back).
+mapfile -t REMOVE < <(sed -E 's/_[^_]+_[^_]+\.deb$//' "$D/repacked.txt" | sort -u)
+apt-get -s remove "${REMOVE[@]}" >"$D/remove-simulation-closure.txt" 2>&1 \
+  || die "apt-get -s remove of the closure failed (remove-simulation-closure.txt)"
+OUTSIDE=$(awk '/^Remv / {print $2}' "$D/remove-simulation-closure.txt" | sed 's/:.*//' | sort -u | comm -23 - <(printf '%s\n' "${REMOVE[@]}"))
+[ -z "$OUTSIDE" ] || die "removing the closure would also remove packages the stand-in lacks: $(echo "$OUTSIDE" | tr '\n' ' ')"
+dpkg-query -W "${REMOVE[@]}" >"$D/before.txt"
+log "removal set with the parts: ${#REMOVE[@]} packages"
 export GNUPGHOME=$W/gnupg; mkdir -m 700 "$GNUPGHOME"
 gpg --batch --passphrase '' --quick-gen-key 'scc device check <scc-device@localhost>' ed25519 sign 1d >/dev/null 2>&1 \
   || die "gpg could not make a signing key"

@@ -7,7 +7,7 @@
 #   bert_role      playbooks/bert.yml: real shards prepared by the role, BERT-large trained with mpirun (bert_role.sh)
 #   bert_bench     BERT-large throughput variants (bert_bench.sh)
 # Needs .whl/ and .device/ (made on the build machine by scripts/device/pack.sh). Usage:
-#   bash scripts/device/check_all.sh [STEP ...]        # default: every step, in the order above
+#   SCC_COMMIT=$(git rev-parse --short HEAD) bash scripts/device/check_all.sh [STEP ...]   # default: every step
 # A machine that stops a command after 10 minutes takes two calls: the first four steps, then the last two.
 # Results: $OUT/summary.txt (each step's PASS/FAIL, time and first error, then the steps' own summaries) and
 # $OUT/results.tar.gz (every log).
@@ -24,7 +24,10 @@ for s in "${steps[@]}"; do
   [[ " ${ALL[*]} " == *" $s "* ]] || { echo "check_all: unknown step '$s' (steps: ${ALL[*]})" >&2; exit 2; }
 done
 summary=$FINAL/summary.txt
-{ echo "device check of $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo 'a tree without git') at $(date -u +%FT%TZ)"
+# The tree's commit: SCC_COMMIT from the caller (a copied tree's git metadata can be older than its files), else git's.
+tree=${SCC_COMMIT:-$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo 'a tree without git')}
+[ -n "${SCC_COMMIT:-}" ] || tree+=" (this copy's git metadata; SCC_COMMIT=<commit> names the tree that ran)"
+{ echo "device check of $tree at $(date -u +%FT%TZ)"
   nvidia-smi -L; echo "kernel $(uname -r); driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
 } >"$summary" 2>&1
 declare -A limit=([adopt_stack]=200 [adopt_pytorch]=120 [package_path]=420 [gpu_gates]=300 [bert_role]=420 [bert_bench]=330)

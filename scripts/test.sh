@@ -45,7 +45,7 @@ run_stage() {
 # Stages run inside `if`, where `set -e` does not apply: each chains its commands with &&.
 stage_lint() {
   ruff check . && mypy && yamllint --strict . && ansible-lint --offline &&
-    antsibull-docs lint-collection-docs --plugin-docs . && antsibull-changelog lint
+    antsibull-docs lint-collection-docs --plugin-docs . && antsibull-changelog lint && ./scripts/galaxy-import.sh
 }
 
 stage_sanity() {

@@ -18,6 +18,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/sccnlp-sanity.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 dest=$work/ansible_collections/scc/nlp_training
 mkdir -p "$dest"
-git ls-files -z --cached --others --exclude-standard | rsync -a --from0 --files-from=- ./ "$dest/"
+# The checkout's collections link (.cache/collections/..., a link to the checkout for Ansible's collection loader) is
+# no content of the collection: left out, as galaxy.yml's build_ignore leaves it out of the tarball.
+git ls-files -z --cached --others --exclude-standard | grep -zv '^\.cache/' | rsync -a --from0 --files-from=- ./ "$dest/"
 cd "$dest"
 PATH=$BIN:$PATH "$BIN/ansible-test" sanity --python "$py" --color no "$@"

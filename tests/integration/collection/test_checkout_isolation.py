@@ -60,10 +60,14 @@ def _local_inventory(folder: Path) -> Path:
         scc_cluster:
           hosts:
             loopback:
+              ansible_host: 127.0.0.1
               ansible_connection: local
               ansible_python_interpreter: {sys.executable}
               gpu_count: 0
               rdma: false
+          vars:
+            cpfs_client_backend: glusterfs
+            cpfs_client_glusterfs_volume: 127.0.0.1:/gv0
         """))
     return inv
 

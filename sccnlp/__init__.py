@@ -15,16 +15,17 @@ The Python API of the controller side (the same runs as the `sccnlp` command, wi
 Each returns a ``RunResult`` (``.ok``, ``.rc``, ``.hosts``: per host ok/changed/failed/unreachable and messages) and
 raises ``SccError`` for input refused before anything runs (unknown playbook or tag, missing inventory, bad YAML).
 Options common to all: ``limit``, ``tags``, ``extravars``, ``verbose``, ``stream`` (progress lines; default stdout).
-The imports are made on call: the nodes import this package too (the node wheel) and have no Ansible.
+The controller modules are imported on call: the nodes import this package too (the node wheel, without them).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from sccnlp.runner import RunResult
+# sccnlp.runner.RunResult; the annotations name it without importing it (the node wheel has no sccnlp.runner).
+RunResult = Any
 
 __version__ = "0.1.1"
 __all__ = ["__version__", "deploy", "run_playbook", "train", "validate"]
@@ -34,9 +35,8 @@ __all__ = ["__version__", "deploy", "run_playbook", "train", "validate"]
 def run_playbook(name: str, inventory: str | os.PathLike[str], **options: Any) -> RunResult:
     """Run `playbooks/<name>.yml` of the collection (or a .yml path) on `inventory`; options as sccnlp.runner's
     run_playbook (extravars, limit, tags, check, verbose, stream, envvars, event_handler)."""
-    from sccnlp.runner import run_playbook as _run
-
-    return _run(name, inventory, **options)
+    runner = importlib.import_module("sccnlp.runner")
+    return runner.run_playbook(name, inventory, **options)
 
 
 def deploy(inventory: str | os.PathLike[str], *, playbook: str = "site", check: bool = False,

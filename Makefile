@@ -2,8 +2,9 @@
 SHELL := /bin/bash
 VENV := .venv
 BIN := $(VENV)/bin
-export SCCNLP_COLLECTIONS_PATH ?= /tmp/sccnlp-collections-$(shell id -u)
-export ANSIBLE_COLLECTIONS_PATH := $(SCCNLP_COLLECTIONS_PATH)
+# This checkout's own collections folder (its committed link scc.nlp_training -> the checkout): nothing is shared
+# with another checkout on the machine.
+export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.cache/collections
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: bootstrap demo test lint sanity unit molecule e2e clean

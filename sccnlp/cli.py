@@ -21,7 +21,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Turn bare GPU servers into a validated training cluster (the scc.nlp_training collection)\n"
                     "and run BERT pretraining on it; or try it all on a local Docker test cluster.",
         epilog="examples:\n  sccnlp up\n  sccnlp deploy -i inventory/static/hosts.yml\n"
-               "  sccnlp validate -i inventory/static/hosts.yml\n  sccnlp deploy --help")
+               "  sccnlp validate -i inventory/static/hosts.yml\n  sccnlp deploy --help\n\n"
+               "Ansible settings: your own configuration is kept (ANSIBLE_CONFIG, else ./ansible.cfg,\n"
+               "~/.ansible.cfg, /etc/ansible/ansible.cfg; the collection's ansible.cfg only when you have\n"
+               "none), and so are your ANSIBLE_* variables and PATH (this venv's bin/ is appended only when\n"
+               "ansible-playbook is not on PATH). sccnlp adds only: ANSIBLE_COLLECTIONS_PATH (this collection\n"
+               "first, then yours), ANSIBLE_STDOUT_CALLBACK=ansible.builtin.default (its progress lines),\n"
+               "ANSIBLE_INVENTORY_UNPARSED_FAILED=True, ANSIBLE_HOST_KEY_CHECKING=True and no colour.")
     parser.add_argument("--version", action="version", version=f"sccnlp {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

@@ -8,17 +8,27 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+# Where a non-editable install (`pip install .`) carries the collection: inside the package, at the path
+# ansible-galaxy would install it to (setup.py's build step copies it there), so Ansible finds it without a link.
+BUNDLED_COLLECTIONS = Path(__file__).resolve().parent / "_collection"
+
 
 def collection_root() -> Path:
     """The scc.nlp_training collection root (holds galaxy.yml, playbooks/, roles/).
 
-    `SCCNLP_COLLECTION` overrides; otherwise the folder above this package (a checkout, or the collection as
-    installed by ansible-galaxy, which ships this package inside it).
+    `SCCNLP_COLLECTION` overrides; otherwise the folder above this package when it is the collection (a checkout,
+    or the collection as installed by ansible-galaxy, which ships this package inside it); otherwise the copy a
+    non-editable pip install carries in `sccnlp/_collection/ansible_collections/scc/nlp_training`.
     """
     env = os.environ.get("SCCNLP_COLLECTION")
     # Absolute, because ansible-runner runs ansible-playbook from a folder of its own.
-    root = Path(env).expanduser().resolve() if env else Path(__file__).resolve().parent.parent
-    return root
+    if env:
+        return Path(env).expanduser().resolve()
+    above = Path(__file__).resolve().parent.parent
+    bundled = BUNDLED_COLLECTIONS / "ansible_collections" / "scc" / "nlp_training"
+    if not (above / "galaxy.yml").is_file() and (bundled / "galaxy.yml").is_file():
+        return bundled
+    return above
 
 
 def collection_module(name: str) -> ModuleType:

@@ -18,6 +18,10 @@ import yaml
 from sccnlp.errors import SccError
 from sccnlp.paths import collection_root, playbook
 
+# What to install for the controller side: the package from this checkout (or its wheel) with the controller
+# extra; `sccnlp` is not on the Python package index.
+CONTROLLER_INSTALL_HINT = ("from the collection's checkout run `pip install '.[controller]'` (or `make bootstrap`), "
+                           "then run sccnlp from that environment")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _PROGRESS_EVENTS = {
     "runner_on_ok": "ok",
@@ -105,7 +109,7 @@ def run_playbook(
     try:
         import ansible_runner
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise SccError("ansible-runner is not installed: pip install 'sccnlp[controller]'") from exc
+        raise SccError(f"ansible-runner is not installed for {sys.executable}: {CONTROLLER_INSTALL_HINT}") from exc
 
     stream = stream or sys.stdout
     book = resolve_playbook(name)
@@ -117,8 +121,6 @@ def run_playbook(
     cmdline = "--check --diff" if check else ""
     env = {
         "ANSIBLE_COLLECTIONS_PATH": _collections_path(),
-        "ANSIBLE_ROLES_PATH": str(collection_root() / "roles"),
-        "ANSIBLE_CONFIG": str(collection_root() / "ansible.cfg"),
         "ANSIBLE_FORCE_COLOR": "0",
         "ANSIBLE_NOCOLOR": "1",
         # ansible-runner wraps the caller's stdout callback; a json or other one in the user's environment would
@@ -130,6 +132,9 @@ def run_playbook(
         # of the inventory's own options (ssh keeps the first). Keep it on, as ansible.cfg says.
         "ANSIBLE_HOST_KEY_CHECKING": "True",
     }
+    config = _ansible_config()
+    if config is not None:
+        env["ANSIBLE_CONFIG"] = config
     search_path = _search_path()
     if search_path is not None:
         env["PATH"] = search_path
@@ -269,14 +274,15 @@ def check_tags(book: Path, tags: str, env: dict[str, str]) -> None:
 
 def _search_path() -> str | None:
     """PATH for ansible-runner when ansible-playbook is not on it but sits next to this interpreter (a venv that
-    is used without being activated); None when PATH already finds it."""
+    is used without being activated): the venv's bin/ after the caller's entries, so that commands of local tasks
+    are still the caller's; None when PATH already finds it."""
     if shutil.which("ansible-playbook"):
         return None
     venv_bin = Path(sys.executable).parent
     if not (venv_bin / "ansible-playbook").exists():
         raise SccError("ansible-playbook is not installed (not on PATH, not next to "
-                       f"{sys.executable}): pip install 'sccnlp[controller]'")
-    return os.pathsep.join(p for p in (str(venv_bin), os.environ.get("PATH", "")) if p)
+                       f"{sys.executable}): {CONTROLLER_INSTALL_HINT}")
+    return os.pathsep.join(p for p in (os.environ.get("PATH", ""), str(venv_bin)) if p)
 
 
 def _ansible_error(result: Any) -> str:
@@ -301,24 +307,58 @@ def _ansible_error(result: Any) -> str:
     return f"exit code {int(result.rc or 0)}, status {result.status}"
 
 
+def checkout_collections_dir(root: Path | None = None) -> Path:
+    """The collections folder of one checkout: `<checkout>/.cache/collections` (git ignores it), holding the link
+    ansible_collections/scc/nlp_training -> the checkout. One per checkout: two checkouts on one machine never see
+    each other's playbooks. `SCCNLP_COLLECTIONS_PATH` overrides it."""
+    override = os.environ.get("SCCNLP_COLLECTIONS_PATH")
+    if override:
+        return Path(override).expanduser().resolve()
+    return (root or collection_root()) / ".cache" / "collections"
+
+
 def _collections_path() -> str:
-    """Make `scc.nlp_training` importable from a checkout: <tmp>/ansible_collections/scc/nlp_training -> root."""
+    """ANSIBLE_COLLECTIONS_PATH that makes `scc.nlp_training` this collection, ahead of the caller's own entries.
+
+    An installed collection (ansible-galaxy, or the copy a pip install carries) is already at
+    <dir>/ansible_collections/scc/nlp_training: <dir> itself. A checkout gets its own link under
+    checkout_collections_dir(), (re)made atomically."""
     root = collection_root()
+    existing = [p for p in os.environ.get("ANSIBLE_COLLECTIONS_PATH", "").split(os.pathsep) if p]
     if root.parent.name == "scc" and root.parent.parent.name == "ansible_collections":
-        return str(root.parent.parent.parent)
-    # The same folder scripts/link-collection.sh, the Makefile and tox use.
-    shim = Path(os.environ.get("SCCNLP_COLLECTIONS_PATH") or
-                Path(tempfile.gettempdir()) / f"sccnlp-collections-{os.getuid()}")
-    link = shim / "ansible_collections" / "scc" / "nlp_training"
-    link.parent.mkdir(parents=True, exist_ok=True)
-    if not link.is_symlink() or link.resolve() != root.resolve():
-        # Several sccnlp/pytest processes may get here at once: replace the link atomically (rename over it).
-        tmp_link = link.with_name(f".{link.name}.{os.getpid()}")
-        tmp_link.unlink(missing_ok=True)
-        tmp_link.symlink_to(root, target_is_directory=True)
-        os.replace(tmp_link, link)
-    existing = os.environ.get("ANSIBLE_COLLECTIONS_PATH", "")
-    return os.pathsep.join(p for p in (str(shim), existing) if p)
+        first = root.parent.parent.parent
+    else:
+        first = checkout_collections_dir(root)
+        link = first / "ansible_collections" / "scc" / "nlp_training"
+        try:
+            link.parent.mkdir(parents=True, exist_ok=True)
+            if not link.is_symlink() or link.resolve() != root.resolve():
+                # Several sccnlp/pytest processes of this checkout may get here at once: replace the link
+                # atomically (rename over it).
+                tmp_link = link.with_name(f".{link.name}.{os.getpid()}")
+                tmp_link.unlink(missing_ok=True)
+                tmp_link.symlink_to(root, target_is_directory=True)
+                os.replace(tmp_link, link)
+        except OSError as exc:
+            raise SccError(f"cannot link the collection {root} as scc.nlp_training under {first} ({exc}): make "
+                           "that folder writable, or set SCCNLP_COLLECTIONS_PATH to a writable folder of this "
+                           "checkout's own") from exc
+    return os.pathsep.join(dict.fromkeys([str(first), *existing]))
+
+
+def _ansible_config() -> str | None:
+    """The Ansible configuration file a run uses: the caller's (ANSIBLE_CONFIG, ./ansible.cfg, ~/.ansible.cfg,
+    /etc/ansible/ansible.cfg, as ansible-playbook would pick it from the caller's folder); the collection's own
+    ansible.cfg only when the caller has none. None: the caller's ANSIBLE_CONFIG stays as it is."""
+    if os.environ.get("ANSIBLE_CONFIG"):
+        return None
+    for candidate in (Path.cwd() / "ansible.cfg", Path("~/.ansible.cfg").expanduser(),
+                      Path("/etc/ansible/ansible.cfg")):
+        if candidate.is_file():
+            # ansible-runner runs ansible-playbook from a folder of its own: name the caller's file explicitly.
+            return str(candidate.resolve())
+    own = collection_root() / "ansible.cfg"
+    return str(own) if own.is_file() else None
 
 
 def _summarise(result: Any) -> dict[str, HostSummary]:
@@ -398,7 +438,9 @@ def run_and_report(name: str, inventory: str | os.PathLike[str], *, label: str |
     print_summary(result, stream)
     if label is not None:
         changed = sum(h.changed for h in result.hosts.values())
-        print(f"\n{label}: {'OK' if result.ok else 'FAILED'} in {time.monotonic() - started:.0f} s, {changed} changes",
+        what = f"{changed} changes that a real run makes (check mode: none made)" if options.get("check") \
+            else f"{changed} changes"
+        print(f"\n{label}: {'OK' if result.ok else 'FAILED'} in {time.monotonic() - started:.0f} s, {what}",
               file=stream)
         bad = result.bad_hosts()
         if bad:

@@ -53,7 +53,9 @@ from ansible_test._internal.host_configs import NativePythonConfig as N; print(g
   cp tests/sanity/get_pip.py ~/.ansible/test/cache/"get_pip_${pip_version//./_}.py"
   dest=$work/$ver/ansible_collections/scc/nlp_training
   mkdir -p "$dest"
-  git ls-files -z --cached --others --exclude-standard | rsync -a --from0 --files-from=- ./ "$dest/"
+  # The checkout's collections link (.cache/collections/..., a link back to the checkout for Ansible's collection
+  # loader) is no content of the collection: left out, as galaxy.yml's build_ignore leaves it out of the tarball.
+  git ls-files -z --cached --others --exclude-standard | grep -zv '^\.cache/' | rsync -a --from0 --files-from=- ./ "$dest/"
   (cd "$dest" && PATH=$bin:$PATH "$bin/ansible-test" sanity --python "$py" --color no "$@")
 }
 

@@ -9,8 +9,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=$PWD/.venv/bin
 export PATH=$BIN:$PATH
-export ANSIBLE_COLLECTIONS_PATH=${SCCNLP_COLLECTIONS_PATH:-/tmp/sccnlp-collections-$(id -u)}
-export SCCNLP_COLLECTIONS_PATH=$ANSIBLE_COLLECTIONS_PATH
+# This checkout's own collections folder (the committed link .cache/collections/ansible_collections/scc/nlp_training
+# -> the checkout): two checkouts on one machine never run each other's playbooks.
+export ANSIBLE_COLLECTIONS_PATH=$PWD/.cache/collections
+unset SCCNLP_COLLECTIONS_PATH
 export PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
 # Scenarios CI runs, in order (each `molecule test`: create, prepare, converge, idempotence, a check-mode run that
 # must change nothing, verify, destroy). Scenarios joined by + run at the same time (small ones that mostly wait on

@@ -163,8 +163,7 @@ def run(args: argparse.Namespace) -> int:
         reason = summary.messages[-1] if summary.messages else "unreachable" if summary.unreachable else "failed"
         print(f"sccnlp train: failed on {host}: {reason}", file=sys.stderr)
     if not bad:
-        hint = ": ansible-playbook was not found (install 'sccnlp[controller]' into this venv)" \
-            if result.rc == 127 else ""
+        hint = f": ansible-playbook was not found ({runner.CONTROLLER_INSTALL_HINT})" if result.rc == 127 else ""
         print(f"sccnlp train: the playbook ended with status {result.status} (rc {result.rc}){hint}",
               file=sys.stderr)
     return 1

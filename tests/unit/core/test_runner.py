@@ -238,7 +238,9 @@ def test_installed_collection_needs_no_shim(monkeypatch: pytest.MonkeyPatch, tmp
     installed.mkdir(parents=True)
     monkeypatch.setenv("SCCNLP_COLLECTION", str(installed))
     monkeypatch.setenv("SCCNLP_COLLECTIONS_PATH", str(tmp_path / "must-not-exist"))
-    assert _collections_path() == str(tmp_path / "coll")
+    monkeypatch.setenv("ANSIBLE_COLLECTIONS_PATH", str(tmp_path / "users"))
+    # The installed folder first, the caller's own entries after it.
+    assert _collections_path() == f"{tmp_path / 'coll'}:{tmp_path / 'users'}"
     assert not (tmp_path / "must-not-exist").exists()
 
 

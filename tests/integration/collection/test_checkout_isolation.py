@@ -105,7 +105,8 @@ def test_checkout_has_its_own_relative_collection_link() -> None:
     assert link.is_symlink() and os.readlink(link) == "../../../..", \
         f"{LINK} must be the committed relative link ../../../.. (scripts/link-collection.sh restores it)"
     assert link.resolve() == ROOT.resolve()
-    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", str(LINK)], capture_output=True, text=True, check=True)
+    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", str(LINK)],
+                             capture_output=True, text=True, check=True)
     assert tracked.stdout.strip() == str(LINK), f"{LINK} is not committed: a fresh clone would not have it"
 
 

@@ -4,6 +4,8 @@ Runs the trainer's own step (`Trainer.train_step`, same launch path: alone or un
 full-length batches (or real shards with --data-dir), times `--steps` optimizer steps after `--warmup` steps (the
 first step, which holds torch.compile's work, is reported apart as compile_s), and reports sequences/s (global and
 per GPU), tokens/s, MFU and peak memory. `--matrix` runs BERT-base and BERT-large at seq 128 and 512.
+`--peer hf-compile` times the peer instead (sccnlp.bert.peer: a plain Hugging Face + torch.compile loop, what a user
+would pick), and `--ratios RESULT.json ...` prints each figure's ratio to the peer measured in the same call.
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="after timing, profile 3 steps with torch.profiler and write the top-kernel table here")
     p.add_argument("--curve", dest="curve_path", default="",
                    help="write every timed step's loss here (JSON list), for loss-curve comparisons")
+    p.add_argument("--peer", choices=("hf-compile", "hf-eager"), default="",
+                   help="time the peer loop (sccnlp.bert.peer) instead of this trainer; one process, one GPU")
+    p.add_argument("--ratios", nargs="+", metavar="RESULT_JSON", default=[],
+                   help="print each trainer figure's ratio to the hf-compile peer of the same model and seq_len")
     p.add_argument("--train-args", default="",
                    help="extra trainer options, e.g. \"--optimizer adamw --compile none --attn eager\"")
     return p
@@ -153,8 +159,38 @@ def human(r: dict[str, Any]) -> str:
             f"loss={r['first_loss']}->{r['last_loss']} args=\"{r['train_args']}\"")
 
 
+def run_peer(args: argparse.Namespace) -> int:
+    from sccnlp.bert.peer import bench_peer
+
+    r = bench_peer(args.peer, args.model, args.seq_len, args.batch_size, args.steps, args.warmup)
+    r.update(label=args.label, goal_seq_per_s_gpu=GOALS.get((args.model, args.seq_len)))
+    print(human(r), flush=True)
+    if args.json_path:
+        Path(args.json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json_path).write_text(json.dumps([r], indent=2) + "\n")
+    return 0
+
+
+def print_ratios(paths: Sequence[str]) -> int:
+    from sccnlp.bert.peer import ratios
+
+    results: list[dict[str, Any]] = []
+    for path in paths:
+        try:
+            results += json.loads(Path(path).read_text())
+        except (OSError, ValueError) as exc:
+            print(f"sccnlp.bert.bench: skipping {path}: {exc}", file=sys.stderr)
+    lines = ratios(results)
+    print("\n".join(lines) if lines else "no trainer figure has a peer figure of the same model and seq_len")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.ratios:
+        return print_ratios(args.ratios)
+    if args.peer:
+        return run_peer(args)
     configs = list(MATRIX) if args.matrix else [(args.model, args.seq_len, args.batch_size)]
     results = []
     comm = None

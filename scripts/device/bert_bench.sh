@@ -6,6 +6,8 @@
 #   VARIANT = label:model:seq_len:batch:steps:warmup[:trainer options[:bench options]], words joined by commas;
 #             @OUT@ stands for the output folder, @U128@/@P128@/@U512@/@P512@ for the prepared (un)packed phases.
 #   e.g. "new128:bert-large:128:256:30:10:" or "old128:bert-large:128:256:30:10:--encoder,hf"
+#   A bench option "--peer,hf-compile" times the peer (sccnlp.bert.peer: plain Hugging Face + torch.compile, what a
+#   user would pick) instead of the trainer; the summary ends with each figure's ratio to the peer of the same seq.
 # Results: $OUT (or ./bench-out) gets results.tar.gz (one JSON, curve and profile per variant, log.txt) and
 # summary.txt; the summary is printed last. Launch path: `mpirun -np 1 python -m sccnlp.bert.bench ...` when mpirun
 # exists (MPIRUN=0 to skip).
@@ -19,9 +21,11 @@ if [ "$#" -ge 1 ] && [[ "$1" != *:* ]]; then group=$1; shift; fi
 EAGER="--encoder,hf,--compile,none,--attn,eager,--full-head,--optimizer,adamw"
 if [ "$#" -eq 0 ] && [ "$group" = synthetic ]; then
   set -- "new128b256:bert-large:128:256:30:8::--profile,@OUT@/profile_new128b256.txt" \
+         "peer128b256:bert-large:128:256:20:5::--peer,hf-compile" \
          "new128b512:bert-large:128:512:20:5:" \
          "eager128b256:bert-large:128:256:15:3:$EAGER" \
          "new512b64:bert-large:512:64:20:5::--profile,@OUT@/profile_new512b64.txt" \
+         "peer512b64:bert-large:512:64:15:4::--peer,hf-compile" \
          "old128b256:bert-large:128:256:20:5:--encoder,hf" \
          "new128b512adamw:bert-large:128:512:20:5:--optimizer,adamw" \
          "old512b64:bert-large:512:64:15:4:--encoder,hf"
@@ -83,6 +87,8 @@ for v in "$@"; do
   if [ "$rc" -ne 0 ]; then line="FAILED rc=$rc: $(grep -E 'Error|error' "$out/$label.log" | tail -2 | tr '\n' ' ')"; fi
   echo "$label: $line" | tee -a "$out/summary.txt"
 done
+ls "$out"/*.json >/dev/null 2>&1 && { echo "----- ratio to the peer (same call)"
+  python3 -m sccnlp.bert.bench --ratios "$out"/*.json; } | tee -a "$out/summary.txt"
 for f in "$out"/profile_*.txt; do [ -f "$f" ] && { echo "----- $(basename "$f")"; head -n 24 "$f"; } >>"$out/summary.txt"; done
 tar -C /tmp -czf "$final/results.tar.gz" bert-bench
 cp "$out/summary.txt" "$final/summary.txt"

@@ -5,7 +5,7 @@
 #   package_path   cuda/nccl/cudnn method package from a local stand-in for NVIDIA's repository (package_path.sh)
 #   gpu_gates      playbooks/validate.yml on this machine as a one-node cluster, and a floor that must fail
 #   bert_role      playbooks/bert.yml: real shards prepared by the role, BERT-large trained with mpirun (bert_role.sh)
-#   bert_bench     BERT-large throughput variants (bert_bench.sh)
+#   bert_bench     BERT-large throughput variants beside the Hugging Face + torch.compile peer (bert_bench.sh)
 # Needs .whl/ and .device/ (made on the build machine by scripts/device/pack.sh). Usage:
 #   SCC_COMMIT=$(git rev-parse --short HEAD) bash scripts/device/check_all.sh [STEP ...]   # default: every step
 # A machine that stops a command after 10 minutes takes two calls: the first four steps, then the last two.
@@ -33,7 +33,7 @@ tree=${SCC_COMMIT:-$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '
 declare -A limit=([adopt_stack]=200 [adopt_pytorch]=120 [package_path]=420 [gpu_gates]=300 [bert_role]=420 [bert_bench]=330)
 declare -A cmd=([adopt_stack]="bash scripts/device/adopt_stack.sh" [adopt_pytorch]="bash scripts/device/adopt_pytorch.sh"
   [package_path]="bash scripts/device/package_path.sh" [gpu_gates]="bash scripts/device/gpu_gates.sh"
-  [bert_role]="bash scripts/device/bert_role.sh" [bert_bench]="bash scripts/device/bert_bench.sh ${BERT_BUDGET:-240} ${BERT_VARIANTS:-new128b256:bert-large:128:256:30:8: new512b64:bert-large:512:64:20:5:}")
+  [bert_role]="bash scripts/device/bert_role.sh" [bert_bench]="bash scripts/device/bert_bench.sh ${BERT_BUDGET:-240} ${BERT_VARIANTS:-new128b256:bert-large:128:256:30:8: peer128b256:bert-large:128:256:20:5::--peer,hf-compile new512b64:bert-large:512:64:20:5: peer512b64:bert-large:512:64:15:4::--peer,hf-compile}")
 passed=0; failed=0; lines=()
 for s in "${steps[@]}"; do
   t0=$(date +%s)

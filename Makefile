@@ -7,13 +7,17 @@ BIN := $(VENV)/bin
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.cache/collections
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: bootstrap demo test lint sanity unit molecule e2e clean
+.PHONY: bootstrap bootstrap-demo demo test lint sanity unit molecule e2e clean
 
+## Everything the tests need (requirements/ci.txt); bootstrap-demo: only what the demo needs (requirements/demo.txt).
 bootstrap:
-	./scripts/bootstrap.sh
+	./scripts/bootstrap.sh test
+
+bootstrap-demo:
+	./scripts/bootstrap.sh demo
 
 ## The main job on the built-in local test cluster: test bed up, deploy, validate, a short BERT run.
-demo: bootstrap
+demo: bootstrap-demo
 	$(BIN)/sccnlp up
 
 ## What CI runs: lint, ansible-test sanity, unit tests, loopback integration tests, the 3-node cluster scenario, the GPU-stack and runtime ones, the demo end to end on nodes without egress, from an offline bundle (e2e).

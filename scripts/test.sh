@@ -15,11 +15,20 @@ export ANSIBLE_COLLECTIONS_PATH=$PWD/.cache/collections
 unset SCCNLP_COLLECTIONS_PATH
 export PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
 # Scenarios CI runs, in order (each `molecule test`: create, prepare, converge, idempotence, a check-mode run that
-# must change nothing, verify, destroy). Scenarios joined by + run at the same time (small ones that mostly wait on
-# package downloads); their logs are printed one after the other when all have ended. molecule/cluster8 (the same
-# cases at eight nodes) is run by name: on two cores its module runs alone take longer than CI's budget holds (the
-# molecule stage with it instead of the 3-node cluster: 1,975 s against 1,220 s; docs/BENCHMARKS.md, issue 12).
-MOLECULE_SCENARIOS=${MOLECULE_SCENARIOS:-cluster gpu_stack+runtime}
+# must change nothing, verify, destroy). Scenarios joined by + run at the same time; their logs are printed one after
+# the other when all have ended. MOLECULE_BACKGROUND (gpu_stack and runtime by default: small ones that mostly wait on
+# package downloads) starts in the background, with the test-bed image, once the stages before the molecule stage are
+# past lint (whose Galaxy import has a fixed 180 s ansible-lint timeout); the molecule stage waits for it, prints its
+# logs and its time, then runs MOLECULE_SCENARIOS. Naming MOLECULE_SCENARIOS runs those alone (no background group
+# unless MOLECULE_BACKGROUND is named too). molecule/cluster8 (the same cases at eight nodes) is run by name: on two
+# cores its module runs alone take longer than CI's budget holds (the molecule stage with it instead of the 3-node
+# cluster: 1,975 s against 1,220 s; docs/BENCHMARKS.md, issue 12).
+if [ -n "${MOLECULE_SCENARIOS:-}" ]; then
+  MOLECULE_BACKGROUND=${MOLECULE_BACKGROUND:-}
+else
+  MOLECULE_SCENARIOS=cluster
+  MOLECULE_BACKGROUND=${MOLECULE_BACKGROUND-gpu_stack+runtime}
+fi
 E2E_TESTBED=ci-e2e
 
 stages=("$@")
@@ -28,9 +37,15 @@ stages=("$@")
 declare -A took
 # Only what the stages of this run made is removed (another run's molecule cluster or test bed stays).
 cleanup() {
-  if [ -n "${took_molecule_started:-}" ]; then
-    for s in ${MOLECULE_SCENARIOS//+/ }; do molecule destroy -s "$s" >/dev/null 2>&1 || true; done
+  if [ -n "${bg_pid:-}" ] && kill -0 "$bg_pid" 2>/dev/null; then
+    pkill -TERM -P "$bg_pid" 2>/dev/null || true
+    kill "$bg_pid" 2>/dev/null || true
+    wait "$bg_pid" 2>/dev/null || true
   fi
+  if [ -n "${took_molecule_started:-}" ]; then
+    for s in ${MOLECULE_SCENARIOS//+/ } ${MOLECULE_BACKGROUND//+/ }; do molecule destroy -s "$s" >/dev/null 2>&1 || true; done
+  fi
+  [ -z "${bg_dir:-}" ] || rm -rf "$bg_dir"
   if [ -n "${took_e2e_started:-}" ]; then sccnlp testbed down --name "$E2E_TESTBED" >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
@@ -74,19 +89,51 @@ run_pytest() {  # run_pytest ARGS... ; adds the counts of its closing line
   [ "$rc" = 0 ] || [ "$rc" = 5 ] || unit_failed=1
 }
 
+# A folder with several test files runs them on one worker per core (pytest-xdist, whole files per worker so a
+# file's module fixtures are built once); most of these tests wait on ansible-playbook or a subprocess. The folders
+# that train in-process stay on one worker: torch's own threads already use every core, and their watchdog tests
+# time a client lease in seconds.
+SERIAL_TEST_DIRS=" tests/unit/bert_train/ tests/unit/bert_data/ "
 stage_unit() {
   unit_failed=0
+  local dir workers=()
   for dir in tests/unit/*/ tests/integration/*/; do
     echo "--- pytest $dir"
+    workers=()
+    if [[ $SERIAL_TEST_DIRS != *" $dir "* ]] && [ "$(find "$dir" -maxdepth 1 -name 'test_*.py' | wc -l)" -gt 1 ]; then
+      workers=(-n "$(nproc)" --dist loadfile)
+    fi
     # bundle: builds a real offline bundle, opt-in (SCCNLP_BUNDLE_TEST=1 pytest tests/integration/bundle); deselected
     # here rather than reported as skipped.
-    run_pytest -m "not testbed and not bundle" "$dir"
+    run_pytest "${workers[@]}" -m "not testbed and not bundle" "$dir"
   done
   [ "$unit_failed" = 0 ]
 }
 
+# The background group: the test-bed image, then MOLECULE_BACKGROUND's scenarios side by side, into one log.
+start_background() {
+  [ -n "$MOLECULE_BACKGROUND" ] && [ -z "${bg_pid:-}" ] || return 0
+  took_molecule_started=1
+  bg_dir=$(mktemp -d)
+  bg_t0=$(date +%s)
+  echo "=== background: test-bed image, then molecule [${MOLECULE_BACKGROUND//+/ }] (log printed in the molecule stage)"
+  ( sccnlp testbed image && molecule_together "${MOLECULE_BACKGROUND//+/ }" ) >"$bg_dir/log" 2>&1 &
+  bg_pid=$!
+}
+
 stage_molecule() {
   took_molecule_started=1
+  start_background
+  if [ -n "${bg_pid:-}" ]; then
+    local bg_rc=0
+    wait "$bg_pid" || bg_rc=$?
+    cat "$bg_dir/log"
+    took[molecule_background]=$(( $(date +%s) - bg_t0 ))
+    echo "--- background molecule [${MOLECULE_BACKGROUND//+/ }]: $([ "$bg_rc" = 0 ] && echo ok || echo FAILED)" \
+      "in ${took[molecule_background]} s (started beside the earlier stages)"
+    bg_pid=
+    [ "$bg_rc" = 0 ] || return 1
+  fi
   sccnlp testbed image || return 1
   local group
   for group in $MOLECULE_SCENARIOS; do
@@ -138,8 +185,10 @@ stage_e2e() {
 
 status=0
 for s in "${stages[@]}"; do
+  # The background group starts once lint is past, when the molecule stage is among the stages asked for.
+  if [ "$s" != lint ] && [[ " ${stages[*]} " == *" molecule "* ]]; then start_background; fi
   if ! run_stage "$s"; then status=1; echo "=== stage $s: FAILED"; break; fi
 done
-echo "=== times: $(for s in "${stages[@]}"; do [ -n "${took[$s]:-}" ] && printf '%s=%ss ' "$s" "${took[$s]}"; done)"
+echo "=== times: $(for s in "${stages[@]}" molecule_background; do [ -n "${took[$s]:-}" ] && printf '%s=%ss ' "$s" "${took[$s]}"; done)"
 echo "pytest: ${n_passed} passed, ${n_failed} failed, ${n_skipped} skipped"
 exit $status

@@ -48,3 +48,23 @@ def test_requirements_agree_with_the_controller_extra() -> None:
     for dep in extra:
         if dep.startswith("alibabacloud"):
             assert dep in lines, f"requirements.txt lacks the controller extra's {dep}"
+
+
+def _pins(path: Path) -> dict[str, str]:
+    pins = {}
+    for line in path.read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, _sep, version = line.partition("==")
+            assert version, f"{path.name}: {line!r} is not pinned with =="
+            pins[name.lower().replace("_", "-")] = version
+    return pins
+
+
+def test_demo_requirements_are_the_test_requirements_pins() -> None:
+    """`make demo` installs requirements/demo.txt, `make test` requirements/ci.txt: a venv made for the tests must
+    serve the demo unchanged (scripts/bootstrap.sh relies on it), so every demo pin is in ci.txt at the same version."""
+    demo, ci = _pins(ROOT / "requirements" / "demo.txt"), _pins(ROOT / "requirements" / "ci.txt")
+    assert {"ansible", "ansible-core", "ansible-runner", "alibabacloud-ecs20140526"} <= demo.keys()
+    differ = {name: (version, ci.get(name)) for name, version in demo.items() if ci.get(name) != version}
+    assert not differ, f"requirements/demo.txt pins that requirements/ci.txt does not hold (demo, ci): {differ}"
+    assert not {"ansible-lint", "molecule", "pytest", "mypy", "torch"} & demo.keys(), "test tools in the demo's needs"

@@ -39,6 +39,7 @@ class HostSummary:
     unreachable: int = 0
     skipped: int = 0
     messages: list[str] = field(default_factory=list)
+    last_task: str = ""  # the host's last task and its result ("Write the fragment: ok")
 
     @property
     def healthy(self) -> bool:
@@ -400,6 +401,17 @@ def _summarise(result: Any) -> dict[str, HostSummary]:
             hosts.setdefault(host, HostSummary()).messages.append(
                 f"{data.get('task', '')}: {_one_line(res.get('msg') or res.get('stderr') or '')}"
             )
+    last_result = {"runner_on_ok": "ok", "runner_on_failed": "failed", "runner_on_skipped": "skipped",
+                   "runner_on_unreachable": "unreachable"}
+    for event in result.events:
+        data = event.get("event_data", {})
+        outcome = last_result.get(event.get("event", ""))
+        if outcome and data.get("host") in hosts:
+            res = data.get("res") or {}
+            text = f"{data.get('task', '')}: {outcome}"
+            if outcome in ("failed", "unreachable"):
+                text += f" ({_one_line(res.get('msg') or res.get('stderr') or '', 160)})"
+            hosts[data["host"]].last_task = text
     for summary in hosts.values():
         if summary.healthy:
             # Failures a `rescue:` handled: the node finished, so they are not reasons it did not.

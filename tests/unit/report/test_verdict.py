@@ -73,3 +73,21 @@ def test_counts_agree_with_the_status_in_every_case(results):
 def test_all_pass(results):
     verdict = decide(_all_pass(results), {"gpu1": PlayedHost(), "gpu2": PlayedHost()})
     assert (verdict.status, verdict.exit_code, verdict.missing_line()) == ("pass", 0, "")
+
+
+def test_runner_records_each_hosts_last_task():
+    """What the verdict names for a node without results: its last task and that task's result, from the events."""
+    from types import SimpleNamespace
+
+    from sccnlp.runner import _summarise
+
+    events = [
+        {"event": "runner_on_ok", "event_data": {"host": "n1", "task": "Gather facts", "res": {}}},
+        {"event": "runner_on_skipped", "event_data": {"host": "n1", "task": "Write the fragment", "res": {}}},
+        {"event": "runner_on_failed", "event_data": {"host": "n2", "task": "Run the gate",
+                                                     "res": {"msg": "nvidia-smi not found"}}},
+    ]
+    stats = {"ok": {"n1": 1, "n2": 0}, "skipped": {"n1": 1}, "failures": {"n2": 1}}
+    hosts = _summarise(SimpleNamespace(stats=stats, events=events))
+    assert hosts["n1"].last_task == "Write the fragment: skipped"
+    assert hosts["n2"].last_task == "Run the gate: failed (nvidia-smi not found)"

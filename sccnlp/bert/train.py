@@ -607,8 +607,11 @@ class Trainer:
                 if self.rank == 0:
                     print(format_line(rec), flush=True)
                     if metrics is not None:
-                        with open(metrics, "a") as fh:
-                            fh.write(json.dumps(rec) + "\n")
+                        try:
+                            with open(metrics, "a") as fh:
+                                fh.write(json.dumps(rec) + "\n")
+                        except OSError as exc:  # the run goes on; a checkpoint the storage refuses stops it
+                            self.log(f"metrics line not written to {metrics} ({exc})")
                 window = []
                 t0, window_start_step = time.perf_counter(), self.step
                 action = self.agree_on_action()

@@ -150,3 +150,14 @@ def _has_strace() -> bool:
     import shutil
 
     return shutil.which("strace") is not None
+
+
+def test_metrics_line_not_written_is_a_warning(shard_dir: Path, tmp_path: Path, capsys) -> None:
+    """A full storage that refuses a metrics line does not kill rank 0 with a traceback (its peers would wait)."""
+    out_dir = tmp_path / "run"
+    out_dir.mkdir()
+    (out_dir / "metrics.jsonl").mkdir()  # opening it for append fails with an OSError (IsADirectoryError)
+    rc = train.main([*BASE, "--data-dir", str(shard_dir), "--output-dir", str(out_dir), "--steps", "3"])
+    out = capsys.readouterr().out
+    assert rc == 0 and f"metrics line not written to {out_dir / 'metrics.jsonl'}" in out
+    assert (out_dir / "ckpt-3.pt").is_file()

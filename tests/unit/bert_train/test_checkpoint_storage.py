@@ -161,3 +161,26 @@ def test_metrics_line_not_written_is_a_warning(shard_dir: Path, tmp_path: Path, 
     out = capsys.readouterr().out
     assert rc == 0 and f"metrics line not written to {out_dir / 'metrics.jsonl'}" in out
     assert (out_dir / "ckpt-3.pt").is_file()
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (every write fails with ENOSPC)")
+def test_real_torch_save_into_a_full_device(shard_dir: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    """The real torch.save, its bytes going to /dev/full: what torch raises on a full storage is the OSError the
+    trainer stops on (not a RuntimeError of torch's writer)."""
+    out_dir = tmp_path / "run"
+    real_open = open
+    opened = []
+
+    def full_after_first(path, mode="r", *args, **kwargs):
+        if ".tmp-" in str(path) and "w" in mode:
+            opened.append(path)
+            if len(opened) > 1:
+                real_open(path, "wb").close()  # the temporary file exists, as on a full storage
+                return real_open("/dev/full", mode, *args, **kwargs)
+        return real_open(path, mode, *args, **kwargs)
+    monkeypatch.setattr(train, "open", full_after_first, raising=False)
+    rc = train.main([*BASE, "--data-dir", str(shard_dir), "--output-dir", str(out_dir)])
+    err = capsys.readouterr().err
+    assert rc == 78, err
+    assert "ckpt-6.pt not written ([Errno 28] No space left on device)" in err
+    assert sorted(p.name for p in out_dir.iterdir() if p.name.startswith((".ckpt", "ckpt"))) == ["ckpt-3.pt"]

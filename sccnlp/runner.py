@@ -39,6 +39,7 @@ class HostSummary:
     unreachable: int = 0
     skipped: int = 0
     messages: list[str] = field(default_factory=list)
+    last_task: str = ""  # the host's last task and its result ("Write the fragment: ok")
 
     @property
     def healthy(self) -> bool:
@@ -50,6 +51,7 @@ class RunResult:
     status: str
     rc: int
     hosts: dict[str, HostSummary]
+    artifacts: str = ""  # ansible-runner's record of this run (events, stdout), kept for reading afterwards
 
     @property
     def ok(self) -> bool:
@@ -57,6 +59,14 @@ class RunResult:
 
     def bad_hosts(self) -> dict[str, HostSummary]:
         return {name: h for name, h in self.hosts.items() if not h.healthy}
+
+
+KEEP_RUNS = 5  # runs of each playbook whose ansible-runner artifacts are kept (the oldest go first)
+
+
+def runs_root() -> Path:
+    """Where the artifacts of the last KEEP_RUNS runs of each playbook are kept: $SCCNLP_HOME/runs/<playbook>/."""
+    return Path(os.environ.get("SCCNLP_HOME", Path.home() / ".sccnlp")) / "runs"
 
 
 def _event_printer(stream: TextIO, verbose: bool) -> Callable[[dict[str, Any]], bool]:
@@ -141,9 +151,15 @@ def run_playbook(
     env.update(envvars or {})
     if tags is not None:
         check_tags(book, tags, env)
+    keep = runs_root() / book.stem
+    keep.mkdir(parents=True, exist_ok=True, mode=0o700)
+    ident = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}"
     with tempfile.TemporaryDirectory(prefix="sccnlp-runner-") as private:
         result = ansible_runner.run(
             private_data_dir=private,
+            artifact_dir=str(keep),
+            ident=ident,
+            rotate_artifacts=KEEP_RUNS,
             playbook=str(book),
             inventory=str(inv.resolve()),
             extravars=extravars or {},
@@ -165,7 +181,7 @@ def run_playbook(
                                f"{_ansible_error(result)}")
             raise SccError(f"no host of inventory {inv} matched the plays of {book.name}: put the nodes in the "
                            "group 'scc_cluster' (or set scc_cluster_group) and check --limit")
-    return RunResult(status=result.status, rc=rc, hosts=hosts)
+    return RunResult(status=result.status, rc=rc, hosts=hosts, artifacts=str(keep / ident))
 
 
 def resolve_playbook(name: str) -> Path:
@@ -400,6 +416,17 @@ def _summarise(result: Any) -> dict[str, HostSummary]:
             hosts.setdefault(host, HostSummary()).messages.append(
                 f"{data.get('task', '')}: {_one_line(res.get('msg') or res.get('stderr') or '')}"
             )
+    last_result = {"runner_on_ok": "ok", "runner_on_failed": "failed", "runner_on_skipped": "skipped",
+                   "runner_on_unreachable": "unreachable"}
+    for event in result.events:
+        data = event.get("event_data", {})
+        outcome = last_result.get(event.get("event", ""))
+        if outcome and data.get("host") in hosts:
+            res = data.get("res") or {}
+            text = f"{data.get('task', '')}: {outcome}"
+            if outcome in ("failed", "unreachable"):
+                text += f" ({_one_line(res.get('msg') or res.get('stderr') or '', 160)})"
+            hosts[data["host"]].last_task = text
     for summary in hosts.values():
         if summary.healthy:
             # Failures a `rescue:` handled: the node finished, so they are not reasons it did not.
@@ -423,6 +450,8 @@ def print_summary(result: RunResult, stream: TextIO | None = None) -> None:
             print(f"      {msg}", file=stream)
         if h.unreachable and not h.healthy:
             print(f"      {UNREACHABLE_FIX.format(host=host)}", file=stream)
+    if result.artifacts and not result.ok:
+        print(f"The run's full record (events, output): {result.artifacts}", file=stream)
 
 
 def run_and_report(name: str, inventory: str | os.PathLike[str], *, label: str | None = None, bad_hint: str = "",

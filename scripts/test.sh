@@ -180,6 +180,11 @@ stage_e2e() {
     SCCNLP_TESTBED_INVENTORY=$inv run_pytest -m testbed "$dir"
   done
   sccnlp testbed down --name "$E2E_TESTBED"
+  # `down` removes every rule `up` added (forwarding, no egress): none may name the subnet afterwards.
+  if command -v iptables >/dev/null && iptables -S | grep -F -- "10.87.0.0/24"; then
+    echo "testbed down left the iptables rules above for 10.87.0.0/24"
+    unit_failed=1
+  fi
   [ "$unit_failed" = 0 ]
 }
 

@@ -14,6 +14,7 @@ import json
 import os
 import random
 import re
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -33,6 +34,16 @@ class NonFiniteGradient(SccError):
 
 class ClientGone(SccError):
     exit_code = 76  # sccnlp.bert.watchdog.EXIT_CLIENT_GONE
+
+
+class CheckpointWriteFailed(SccError):
+    """Rank 0 could not write a checkpoint; every rank stops with it, and only rank 0 prints it (one message)."""
+
+    exit_code = 78  # sccnlp.bert.watchdog.EXIT_STORAGE
+
+    def __init__(self, message: str, echo: bool = True) -> None:
+        super().__init__(message)
+        self.echo = echo
 
 
 CHECKPOINT, STOP = 1, 2  # Trainer.agree_on_action()
@@ -116,6 +127,25 @@ def peak_flops(device: Any, override_tflops: float = 0.0) -> float:
     from sccnlp.bert.metrics import peak_flops_for
 
     return peak_flops_for(torch.cuda.get_device_name(device))
+
+
+def storage_error_line(path: Path, exc: OSError) -> str:
+    """One line naming the storage, the error and its free space: why a checkpoint could not be written."""
+    try:
+        usage = shutil.disk_usage(path.parent)
+        free = f"{usage.free / 2**30:.2f} GiB free of {usage.total / 2**30:.2f} GiB"
+    except OSError as probe:
+        free = f"free space unknown ({probe.strerror or probe})"
+    why = f"[Errno {exc.errno}] {exc.strerror}" if exc.errno is not None else str(exc)
+    return (f"checkpoint {path} not written ({why}); storage {path.parent}: {free}. The previous checkpoint is kept. "
+            "Fix: free space on that storage (or set a larger volume), then run the same command again to resume")
+
+
+def remove_partial_checkpoints(output_dir: Path) -> None:
+    """Temporary checkpoint files a failed or killed writer left (`.ckpt-<step>.pt.tmp-<pid>`)."""
+    for tmp in output_dir.glob(".ckpt-*.pt.tmp-*"):
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def latest_checkpoint(output_dir: Path) -> Path | None:
@@ -269,6 +299,7 @@ class Trainer:
         self.output_dir = Path(args.output_dir) if args.output_dir else None
         if self.output_dir is not None and self.rank == 0:
             self.output_dir.mkdir(parents=True, exist_ok=True)
+            remove_partial_checkpoints(self.output_dir)
         self._maybe_resume()
         if self.comm.hvd is not None:
             self.comm.hvd.broadcast_parameters(self.model.state_dict(), root_rank=0)
@@ -429,14 +460,26 @@ class Trainer:
                      "scheduler": self.scheduler.state_dict(), "data": self.loader.position_after_handed(),
                      "rng": rngs, "args": vars(self.args)}
             tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-            with open(tmp, "wb") as fh:
-                torch.save(state, fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-            self._prune()
-            self.log(f"saved checkpoint {path}")
-        self.comm.barrier()
+            try:
+                with open(tmp, "wb") as fh:
+                    torch.save(state, fh)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.replace(tmp, path)
+            except OSError as exc:  # ENOSPC, EIO, EDQUOT, ...: stop now, every rank, not at the next collective
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+                failure = storage_error_line(path, exc)
+            else:
+                failure = ""
+                self._prune()
+                self.log(f"saved checkpoint {path}")
+        else:
+            failure = ""
+        # Rank 0's outcome reaches every rank (and serves as the barrier): all stop with the same message.
+        failure = str(self.comm.all_gather_object(failure)[0])
+        if failure:
+            raise CheckpointWriteFailed(failure, echo=self.rank == 0)
         return path
 
     def _prune(self) -> None:
@@ -564,8 +607,11 @@ class Trainer:
                 if self.rank == 0:
                     print(format_line(rec), flush=True)
                     if metrics is not None:
-                        with open(metrics, "a") as fh:
-                            fh.write(json.dumps(rec) + "\n")
+                        try:
+                            with open(metrics, "a") as fh:
+                                fh.write(json.dumps(rec) + "\n")
+                        except OSError as exc:  # the run goes on; a checkpoint the storage refuses stops it
+                            self.log(f"metrics line not written to {metrics} ({exc})")
                 window = []
                 t0, window_start_step = time.perf_counter(), self.step
                 action = self.agree_on_action()
@@ -591,9 +637,19 @@ class Trainer:
         return 0
 
 
+def whole_line_output() -> None:
+    """Each line in one write (line buffered, not write-through even under PYTHONUNBUFFERED): mpirun --tag-output
+    tags every chunk it reads, so a line written in pieces showed a rank's tag glued to its end."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(line_buffering=True, write_through=False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from sccnlp.bert import watchdog
 
+    whole_line_output()
     args = build_parser().parse_args(argv)
     trainer = None
     try:
@@ -602,7 +658,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         watchdog.finish("done")
         return code
     except SccError as exc:
-        print(f"sccnlp.bert.train: error: {exc}", file=sys.stderr, flush=True)
+        if getattr(exc, "echo", True):
+            print(f"sccnlp.bert.train: error: {exc}", file=sys.stderr, flush=True)
         watchdog.finish("error", str(exc))
         return exc.exit_code
     except RuntimeError as exc:

@@ -34,6 +34,7 @@ from typing import Any
 EXIT_LOST_PEER = 75  # a watcher found a peer rank without heartbeat
 EXIT_CLIENT_GONE = 76  # the client lease expired: checkpoint saved, run stopped
 EXIT_COMM_ERROR = 77  # a collective failed: a peer is gone (its connection closed, or the collective timed out)
+EXIT_STORAGE = 78  # a checkpoint could not be written (storage full or failing): every rank stopped
 CKPT_RE = re.compile(r"^ckpt-(\d+)\.pt$")
 _MPI_LOST_DAEMON = re.compile(r"lost communication with a remote daemon", re.I)
 _MPI_REMOTE = re.compile(r"Remote daemon:\s*\S+\s+on node\s+(\S+)")
@@ -307,11 +308,15 @@ def first_failure(beats: Sequence[dict[str, Any]], lost: dict[str, Any] | None, 
 def report(folder: Path, run_dir: Path, rank_hosts: Sequence[str], mpirun_log: str, rc: int) -> dict[str, Any]:
     beats = [b for f in sorted(folder.glob("rank-*.json")) if (b := _read_json(f)) is not None]
     lost = _read_json(folder / "lost.json")
-    found = first_failure(beats, lost, mpirun_log, rank_hosts) if rc != 0 else None
+    # A storage failure stopped every rank on purpose and said so: no rank was lost.
+    found = first_failure(beats, lost, mpirun_log, rank_hosts) if rc not in (0, EXIT_STORAGE) else None
     ckpt = latest_checkpoint(run_dir)
     result: dict[str, Any] = {"rc": rc, "first": found, "checkpoint": str(ckpt) if ckpt else None,
                               "ranks_seen": len(beats)}
-    _write_json(folder / "report.json", result)
+    try:
+        _write_json(folder / "report.json", result)
+    except OSError as exc:  # the same storage may be full: the printed line still tells
+        print(f"report.json not written ({exc})", file=sys.stderr, flush=True)
     return result
 
 

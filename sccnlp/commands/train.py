@@ -153,6 +153,8 @@ def run(args: argparse.Namespace) -> int:
         where = printer.where
         print("\nBERT done." if where else "\nBERT: data ready, nothing launched (or the run was already complete).",
               file=stream)
+        # The log was followed on the first node's disk; once the run ended its copy is on the shared storage.
+        where = {**where, "log": where.get("log_when_done", where.get("log"))} if "log" in where else where
         for key in ("run_dir", "log", "metrics", "checkpoints", "data"):
             if key in where:
                 print(f"  {key:<12} {where[key]}", file=stream)

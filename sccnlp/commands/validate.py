@@ -10,12 +10,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from sccnlp.commands import add_command
 from sccnlp.errors import SccError
+from sccnlp.report.verdict import PlayedHost, Verdict, decide
+
+if TYPE_CHECKING:
+    from sccnlp.runner import HostSummary
 
 FRAGMENTS = "fragments"
 
@@ -74,37 +79,46 @@ def clear_fragments(report_dir: Path) -> None:
         path.unlink()
 
 
-def build_report(report_dir: Path, stream: TextIO) -> tuple[dict[str, Any], int]:
-    """Merge the fragments, write report.json/html, print the summary; return (results, failed check count)."""
+def build_report(report_dir: Path, stream: TextIO, played: Mapping[str, PlayedHost] | None = None,
+                 playbook_rc: int = 0) -> Verdict:
+    """Merge the fragments, write report.json/html, print the summary and the nodes without results; return the
+    verdict (sccnlp.report.verdict.decide) the summary and the exit status share."""
     from sccnlp.report.collect import merge
     from sccnlp.report.render import write_report
     from sccnlp.report.summary import stack_summary, text_summary
 
     files = fragment_files(report_dir)
     if not files:
+        if played:  # every node ran and none sent results: the verdict names them
+            verdict = decide({"nodes": {}}, played, playbook_rc)
+            print(verdict.overall_line(), file=stream)
+            print(verdict.missing_line(), file=stream)
+            return verdict
         raise SccError(f"no result fragments in {report_dir / FRAGMENTS}: the validate playbook reached no node "
                        "(see its output above), or --report-dir points elsewhere", exit_code=1)
     results = merge(files)
     results["run"].setdefault("finished", datetime.now(timezone.utc).isoformat())
+    verdict = decide(results, played, playbook_rc)
     json_path, html_path = write_report(results, report_dir)
-    print(text_summary(results), file=stream)
+    print(text_summary(results, verdict), file=stream)
     print(stack_summary(results), file=stream)
     print(f"Report: {json_path} and {html_path}", file=stream)
-    return results, count_failures(results)
+    if verdict.missing_line():
+        print(verdict.missing_line(), file=stream)
+    return verdict
 
 
-def count_failures(results: dict[str, Any]) -> int:
-    checks = [c for node in results.get("nodes", {}).values() for c in node.get("checks", [])]
-    checks += (results.get("cluster") or {}).get("checks", [])
-    return sum(1 for c in checks if c.get("status") == "fail")
+def played_hosts(hosts: Mapping[str, HostSummary]) -> dict[str, PlayedHost]:
+    """The hosts that ran something (a controller play's skipped localhost is not a node), as the verdict takes them."""
+    return {name: PlayedHost(unreachable=bool(h.unreachable), failed=bool(h.failed), last_task=h.last_task)
+            for name, h in hosts.items() if h.ok or h.changed or h.failed or h.unreachable}
 
 
 def run(args: argparse.Namespace, stream: TextIO | None = None) -> int:
     stream = stream or sys.stdout
     report_dir = Path(args.report_dir).resolve()
     if args.from_fragments:
-        _results, failed = build_report(report_dir, stream)
-        return 1 if failed else 0
+        return build_report(report_dir, stream).exit_code
     if not args.inventory:
         raise SccError("sccnlp validate needs -i INVENTORY (or --from-fragments to rebuild a report)")
     from sccnlp.runner import run_and_report
@@ -116,19 +130,10 @@ def run(args: argparse.Namespace, stream: TextIO | None = None) -> int:
     result = run_and_report("validate", args.inventory, extravars=extra, limit=args.limit, verbose=args.verbose,
                             stream=stream)
     print("", file=stream)
-    results, failed = build_report(report_dir, stream) if fragment_files(report_dir) else ({"nodes": {}}, 0)
-    # Hosts that ran something and sent no fragment; the controller's merge play (skipped here) is not a node.
-    missing = sorted(h for h, s in result.hosts.items()
-                     if h not in results.get("nodes", {}) and (s.ok or s.changed or s.failed or s.unreachable))
-    unreachable = sorted(h for h, s in result.hosts.items() if s.unreachable)
-    if unreachable:
-        print(f"Unreachable (no results): {', '.join(unreachable)}", file=stream)
-    elif missing:
-        print(f"No results from: {', '.join(missing)} (the playbook failed there before writing them)", file=stream)
-    if not result.hosts and not results.get("nodes"):
+    if not result.hosts and not fragment_files(report_dir):
         raise SccError(f"the validate playbook matched no node of {args.inventory} (limit {args.limit!r}); "
                        "check the group scc_cluster and --limit", exit_code=1)
-    return 1 if failed or missing or unreachable or result.rc != 0 else 0
+    return build_report(report_dir, stream, played_hosts(result.hosts), result.rc).exit_code
 
 
 def main(argv: list[str] | None = None) -> int:

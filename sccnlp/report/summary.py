@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from sccnlp.report.model import Check, Results, counts, load, node_status, overall_status, status_of
+from sccnlp.report.model import Check, Results, counts, load, node_status, status_of
+from sccnlp.report.verdict import Verdict, decide
 
 
-def text_summary(results: dict[str, Any]) -> str:
+def text_summary(results: dict[str, Any], verdict: Optional[Verdict] = None) -> str:
     """One line per node (and one for cluster checks): PASS/FAIL/SKIP, counts, and each failing check as
-    `name: measured M unit vs floor F unit (detail)`. Ends with the overall verdict."""
+    `name: measured M unit vs floor F unit (detail)`. Ends with the overall verdict (`decide(results)` unless
+    given: the one that also names the nodes without results and sets the exit status)."""
     data: Results = load(results)
+    verdict = verdict or decide(data)
     width = max(len(host) for host in data["nodes"])
     width = max(width, len("cluster"))
     lines: list[str] = []
@@ -21,10 +24,7 @@ def text_summary(results: dict[str, Any]) -> str:
     cluster_checks = data.get("cluster", {}).get("checks", [])
     if cluster_checks:
         lines.append(_line("cluster", status_of(cluster_checks), cluster_checks, width))
-    overall = overall_status(data)
-    nodes_failed = sum(1 for n in data["nodes"].values() if node_status(n) == "fail")
-    lines.append(f"Overall: {overall.upper()} ({len(data['nodes'])} nodes, {nodes_failed} failed; "
-                 f"run {data['run']['started']} .. {data['run']['finished']})")
+    lines.append(verdict.overall_line(data["run"]["started"], data["run"]["finished"]))
     return "\n".join(lines)
 
 

@@ -146,13 +146,40 @@ def _set_egress(net: ipaddress.IPv4Network, allowed: bool, log: Log) -> None:
         subprocess.run(["iptables", "-D", *rule], capture_output=True, check=False)
 
 
+def _forwarding_rule(net: ipaddress.IPv4Network) -> list[str]:
+    return ["FORWARD", "-s", str(net), "-d", str(net), "-j", "ACCEPT"]
+
+
 def _allow_forwarding(net: ipaddress.IPv4Network) -> None:
     """A fresh daemon sets the FORWARD policy to DROP; keep traffic of the test-bed bridge flowing."""
     if shutil.which("iptables") is None:
         return
-    rule = ["FORWARD", "-s", str(net), "-d", str(net), "-j", "ACCEPT"]
+    rule = _forwarding_rule(net)
     if subprocess.run(["iptables", "-C", *rule], capture_output=True, check=False).returncode != 0:
         subprocess.run(["iptables", "-I", *rule], capture_output=True, check=False)
+
+
+def _remove_rules(net: ipaddress.IPv4Network) -> None:
+    """Every rule `up` added for this subnet (forwarding, no egress), each as often as it is there."""
+    if shutil.which("iptables") is None:
+        return
+    for rule in (_forwarding_rule(net), _egress_rule(net)):
+        for _unused in range(16):
+            if subprocess.run(["iptables", "-C", *rule], capture_output=True, check=False).returncode != 0:
+                break
+            subprocess.run(["iptables", "-D", *rule], capture_output=True, check=False)
+
+
+def _network_subnet(network: str) -> ipaddress.IPv4Network | None:
+    proc = dk.run(["network", "inspect", "-f", "{{range .IPAM.Config}}{{.Subnet}} {{end}}", network], check=False)
+    for word in proc.stdout.split() if proc.returncode == 0 else []:
+        try:
+            found = ipaddress.ip_network(word)
+        except ValueError:
+            continue
+        if isinstance(found, ipaddress.IPv4Network):
+            return found
+    return None
 
 
 def _start_node(tb: Testbed, node: Node, image: str, network: str) -> None:
@@ -316,12 +343,13 @@ def down(name: str, log: Log = print) -> None:
     if ids:
         log(f"removing {len(ids)} containers of {name}")
         dk.run(["rm", "-f", "-v", *ids])
+    # The subnet from the saved state, else from the network itself (a test bed whose state is gone).
+    subnet = ipaddress.IPv4Network(Testbed.load(name).spec.subnet) if (state_root() / name / "state.json").exists() \
+        else _network_subnet(f"{name}-net")
     if dk.run(["network", "inspect", f"{name}-net"], check=False).returncode == 0:
         dk.run(["network", "rm", f"{name}-net"])
-    if (state_root() / name / "state.json").exists():
-        spec = Testbed.load(name).spec
-        if not spec.egress:
-            _set_egress(ipaddress.IPv4Network(spec.subnet), True, log)
+    if subnet is not None:
+        _remove_rules(subnet)
     state = state_root() / name
     if state.exists():
         shutil.rmtree(state)

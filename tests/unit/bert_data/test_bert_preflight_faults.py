@@ -29,6 +29,7 @@ PLAY = """
     ({"bert_heartbeat_timeout": 3}, "bert_heartbeat_timeout is 3: set 0 (no watchdog) or 10 s or more"),
     ({"bert_collective_timeout": 1}, "bert_collective_timeout is 1: set 10 s or more"),
     ({"bert_ckpt_minutes": -1}, "bert_ckpt_minutes is -1: set 0 (off) or more"),
+    ({"bert_min_free_gib": -1}, "bert_min_free_gib is -1: set 0 (automatic) or the GiB a launch needs free"),
 ])
 def test_bad_fault_settings_are_refused(tmp_path: Path, collections_path: str, setting: dict, message: str) -> None:
     (tmp_path / "play.yml").write_text(PLAY)

@@ -74,3 +74,21 @@ def test_missing_inventory_is_one_clear_error(tmp_path: pytest.TempPathFactory) 
             inventory=str(tmp_path / "nope.yml"), model=None, phase=None, steps=None, batch_size=None,
             accum_steps=None, lr=None, precision=None, resume=None, run_name=None, corpus=None, corpus_sha256=None,
             vocab=None, vocab_size=None, data_only=False, extra_var=[], limit=None, check=False, verbose=False))
+
+
+def test_done_names_the_shared_copy_of_the_node_local_log(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """The role follows the first node's own log (a full shared storage cannot hide the outcome); once the run ended
+    `BERT done.` names the copy on the shared storage."""
+    from sccnlp import runner
+
+    def fake(_inventory, _variables, _limit, _check, printer):
+        printer({"event": "runner_on_ok", "event_data": {"task": cmd.WHERE_TASK, "host": "n1", "res": {"msg": {
+            "bert_run": {"run_dir": "/mnt/cpfs/bert/runs/r", "log": "/var/lib/scc/bert/r/train-1.log",
+                         "log_when_done": "/mnt/cpfs/bert/runs/r/logs/train-1.log", "ranks": 3, "node": "n1"}}}}})
+        return runner.RunResult(status="successful", rc=0, hosts={"n1": runner.HostSummary(ok=3)})
+    monkeypatch.setattr(cmd, "_run_bert", fake)
+    monkeypatch.setattr(cmd, "extravars", lambda _args: {})
+    assert cmd.run(argparse.Namespace(inventory="inv.yml", limit=None, check=False, verbose=False)) == 0
+    out = capsys.readouterr().out
+    assert "training: 3 ranks from n1, log /var/lib/scc/bert/r/train-1.log" in out
+    assert "  log          /mnt/cpfs/bert/runs/r/logs/train-1.log" in out

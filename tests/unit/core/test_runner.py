@@ -276,3 +276,24 @@ def test_host_key_checking_stays_on_through_ansible_runner(tmp_path: Path) -> No
     progress = io.StringIO()
     result = run_playbook(str(tmp_path / "hkc.yml"), inv, stream=progress)
     assert result.ok and result.hosts["good"].failed == 0, progress.getvalue()
+
+
+def test_artifacts_of_the_last_runs_are_kept_and_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed run can be read afterwards: ansible-runner's record of the last KEEP_RUNS runs of each playbook stays
+    under $SCCNLP_HOME/runs/<playbook>/ (older ones rotated out), and the summary of a failed run names it."""
+    import sys
+
+    from sccnlp import runner
+
+    monkeypatch.setenv("SCCNLP_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(runner, "KEEP_RUNS", 2)
+    (tmp_path / "tiny.yml").write_text(PLAY)
+    inv = tmp_path / "inventory.ini"
+    inv.write_text(f"[scc_cluster]\nbad ansible_connection=local ansible_python_interpreter={sys.executable}\n")
+    results = [run_playbook(str(tmp_path / "tiny.yml"), inv, stream=io.StringIO()) for _run in range(3)]
+    kept = sorted((tmp_path / "home" / "runs" / "tiny").iterdir())
+    assert len(kept) == 2 and str(kept[-1]) == results[-1].artifacts
+    assert "tiny_setting is wrong" in (kept[-1] / "stdout").read_text()
+    out = io.StringIO()
+    print_summary(results[-1], out)
+    assert f"\nThe run's full record (events, output): {results[-1].artifacts}\n" in out.getvalue()

@@ -9,7 +9,8 @@ def test_one_line_per_node_with_failures_named(results):
                         "vs floor 431 GB/s (8 GPUs, 8 GiB message)")
     assert lines[1] == "PASS  gpu2     1 passed, 0 failed, 0 skipped"
     assert lines[2] == "PASS  cluster  1 passed, 0 failed, 0 skipped"
-    assert lines[3].startswith("Overall: FAIL (2 nodes, 1 failed; run 2026-12-02T10:00:00+00:00 ..")
+    assert lines[3].startswith("Overall: FAIL (2 nodes, 1 failed: gpu1 (checks failed); "
+                               "run 2026-12-02T10:00:00+00:00 ..")
     assert len(lines) == 4
 
 

@@ -93,4 +93,16 @@ def test_node_that_failed_before_its_fragment_is_named(tmp_path, monkeypatch):
     monkeypatch.setattr(runner, "print_summary", lambda *_a, **_k: None)
     out = io.StringIO()
     assert cmd.run(_args(tmp_path, inventory="inv.yml", from_fragments=False), stream=out) == 1
-    assert "No results from: node-2 (the playbook failed there before writing them)" in out.getvalue()
+    assert "No results from: node-2 (no results; failed at: " in out.getvalue()
+    assert "Overall: FAIL (2 nodes, 1 failed: node-2 (no results; failed at: " in out.getvalue()
+
+
+def test_no_node_sent_results_is_named_not_an_error(tmp_path, monkeypatch):
+    from sccnlp import runner
+
+    hosts = {"node-1": runner.HostSummary(ok=5, last_task="Train: skipped")}
+    monkeypatch.setattr(runner, "run_playbook", _fake_run(hosts, []))
+    monkeypatch.setattr(runner, "print_summary", lambda *_a, **_k: None)
+    out = io.StringIO()
+    assert cmd.run(_args(tmp_path, inventory="inv.yml", from_fragments=False), stream=out) == 1
+    assert "Overall: FAIL (1 nodes, 1 failed: node-1 (no results; last task: Train: skipped)" in out.getvalue()

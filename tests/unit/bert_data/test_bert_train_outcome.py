@@ -1,0 +1,64 @@
+"""The bert role's launch and follow (tasks/train.yml) through a real ansible-playbook run on localhost, with a
+stand-in for mpirun that fails the way a full storage makes the trainer fail: the role learns the exit status from
+the first node's own disk, its message leads with the storage line, and the shared storage gets copies."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PLAY = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - ansible.builtin.include_role:
+        name: scc.nlp_training.bert
+        tasks_from: train
+"""
+STORAGE_LINE = ("checkpoint {run}/ckpt-30.pt not written ([Errno 28] No space left on device); storage {run}: 0.00 "
+                "GiB free of 20.00 GiB. The previous checkpoint is kept.")
+MPIRUN = """#!/bin/bash
+echo "[1,0]<stdout>:step=30 loss=7.1"
+echo "[1,1]<stderr>:[rank 1] heartbeat not written ([Errno 28] No space left on device)"
+echo "[1,0]<stderr>:sccnlp.bert.train: error: {line}"
+exit 78
+"""
+
+
+def test_storage_failure_is_reported_from_the_node_local_outcome(tmp_path: Path, collections_path: str) -> None:
+    run_dir = tmp_path / "shared" / "runs" / "r"
+    mpirun = tmp_path / "mpirun"
+    mpirun.write_text(MPIRUN.format(line=STORAGE_LINE.format(run=run_dir)))
+    mpirun.chmod(0o755)
+    (tmp_path / "play.yml").write_text(PLAY)
+    (tmp_path / "inventory.ini").write_text(f"localhost ansible_python_interpreter={sys.executable}\n")
+    data = tmp_path / "shared" / "data" / "phase1_seq128"
+    settings = {
+        "bert_venv": str(Path(sys.executable).parent.parent), "bert_runs_root": str(tmp_path / "shared" / "runs"),
+        "bert_run_name": "r", "bert_local_state_dir": str(tmp_path / "local"), "bert_mpirun": str(mpirun),
+        "bert_env_file": str(tmp_path / "none.env"), "bert_mpi_hostfile": str(tmp_path / "mpihosts"),
+        "bert_model": "tiny", "bert_min_free_gib": 0.001, "bert_poll_interval": 1, "bert_train_timeout": 120,
+        "_bert_plan": {"data_dir": str(data.parent), "phase_dirs": {"1": str(data)}},
+        "_bert_slot_hosts": ["localhost", "localhost"], "_bert_slot_counts": [1, 1],
+    }
+    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": collections_path, "ANSIBLE_STDOUT_CALLBACK": "json",
+           "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_LOCALHOST_WARNING": "0"}
+    got = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "inventory.ini"),
+                          str(tmp_path / "play.yml"), "-e", json.dumps(settings)], capture_output=True, text=True,
+                         env=env, timeout=300, check=False)
+    assert got.returncode == 2, got.stdout[-3000:] + got.stderr[-2000:]
+    msgs = [r.get("msg", "") for play in json.loads(got.stdout)["plays"] for task in play["tasks"]
+            for r in task["hosts"].values() if r.get("failed")]
+    assert len(msgs) == 1, msgs
+    local_log = next((tmp_path / "local" / "r").glob("train-*.log"))
+    assert msgs[0].startswith("BERT training failed (mpirun exit 78) on localhost: "
+                              + STORAGE_LINE.format(run=run_dir)), msgs[0]
+    assert f"-- log {local_log} on localhost" in msgs[0]
+    assert next((tmp_path / "local" / "r").glob("train-*.exit")).read_text().strip() == "78"
+    # copies on the shared storage, for whoever reads the run afterwards
+    assert (run_dir / "logs" / local_log.name).read_text() == local_log.read_text()
+    assert (run_dir / "logs" / local_log.name.replace(".log", ".exit")).read_text().strip() == "78"

@@ -2,24 +2,37 @@
 ansible-core (requirements/ci.txt), `ansible-galaxy collection install` of the built tarball together with the
 collections galaxy.yml declares, then the modules of those collections run from the install folder through the roles.
 
-No Galaxy access here: the dependency tarballs are built from the collections inside the installed `ansible` package
-(`ansible-galaxy collection build` of each, its MANIFEST.json turned back into a galaxy.yml). Without them the
-install refuses (the dependencies are declared). Each check also runs against an install made with --no-deps and
-must fail there on the module name (ansible-core 2.19 resolves module names when a task runs, not when it loads), so
-it proves the dependency is what makes it pass. On this host, in check mode: cpfs_client's mount step
+The dependency ranges are proven at both ends (parametrized `oldest`/`newest`): the collections of the oldest
+`ansible` package on a supported ansible-core (11.0.0: community.general 10.0.1, ansible.posix 1.6.2) and of the
+newest on the Python registry (14.5.0: community.general 13.5.0, ansible.posix 2.2.2). Each `ansible` wheel is
+fetched once with `pip download --no-deps` into .cache/ansible-wheels/ (reused when present) and its sha256 checked
+against the pin in ANSIBLE_ENDS; only the declared collections and what they need in turn (community.general 13 needs
+community.library_inventory_filtering_v1) are read from it (zipfile). No Galaxy access: each dependency tarball is
+`ansible-galaxy collection build` of those files, its MANIFEST.json turned back into a galaxy.yml. Without them the
+install refuses (the dependencies are declared). Each check also runs against an install made with --no-deps and must
+fail there on the module name (ansible-core 2.19 resolves module names when a task runs, not when it loads), so it
+proves the dependency is what makes it pass. On this host, in check mode: cpfs_client's mount step
 (ansible.posix.mount); the package-locking task files load, and community.general.dnf_versionlock itself runs up to
-its own first check (no dnf on Debian; locking for real needs a RHEL-family node). About 40 s on a quiet machine,
-most of it the ansible-core install."""
+its own first check (no dnf on Debian; locking for real needs a RHEL-family node).
+
+Cost (`pytest -q tests/integration/collection/test_galaxy_dependencies.py`, wheels cached; the first run downloads
+about 100 MB), measured 2026-12-06 on the shared two-core machine at load average 8 to 12, so noisy: 87 s and 101 s,
+against 71 s and 109 s for the one-end version it replaced (the installed `ansible` package's collections). Per end,
+building and installing the dependencies takes about 14 s and the module checks about 13 s; the rest (about 25 s) is
+the ansible-core venv, made once."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 import yaml
@@ -29,8 +42,23 @@ BIN = Path(sys.executable).parent
 GALAXY = yaml.safe_load((ROOT / "galaxy.yml").read_text())
 FQCN = f"{GALAXY['namespace']}.{GALAXY['name']}"
 DEPENDENCIES: dict[str, str] = GALAXY.get("dependencies") or {}
-# The ansible package's collections, next to the ansible-core of this interpreter.
-SITE = Path(__import__("ansible_collections").__path__[0])
+
+
+class AnsibleEnd(NamedTuple):
+    """One end of the supported range: an `ansible` package, its wheel's sha256, a Python its wheel installs on."""
+
+    version: str
+    sha256: str
+    python: str  # pip download --python-version: 14.x requires Python >= 3.12, the controller's may be older
+
+
+# The oldest `ansible` package on the lowest supported ansible-core (2.18) and the newest on the Python registry.
+# Moving an end: change the version and the sha256 (of the wheel pip downloads), then galaxy.yml's ranges if needed.
+ANSIBLE_ENDS = {
+    "oldest": AnsibleEnd("11.0.0", "367f6acc8e927575f1ce31c3f3c23f0ed15b1d03086997803226cd948745dce2", "3.11"),
+    "newest": AnsibleEnd("14.5.0", "245623ccc2d31d0f6f4bdb63168d550cad305fb032cc43d96e8f61ce8ab0ba84", "3.12"),
+}
+WHEELS = ROOT / ".cache" / "ansible-wheels"  # gitignored; kept between runs
 TASK_KEY = re.compile(r"^\s*(?:- )?([a-z0-9_]+\.[a-z0-9_]+)\.([a-z0-9_]+):\s*(?:$|[^\s])", re.M)
 
 
@@ -90,21 +118,82 @@ def core_venv(work: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def tarballs(work: Path) -> dict[str, Path]:
-    """This collection built from the checkout, and each declared dependency made from the ansible package."""
+def tarball(work: Path) -> Path:
+    """This collection built from the checkout."""
     out = work / "dist"
     out.mkdir()
     proc = _run([str(BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(out), str(ROOT)], cwd=work)
     assert proc.returncode == 0, _explain(proc)
-    made = {FQCN: out / f"{GALAXY['namespace']}-{GALAXY['name']}-{GALAXY['version']}.tar.gz"}
-    for name in DEPENDENCIES:
-        made[name] = _build_installed(SITE.joinpath(*name.split(".")), work / "src" / name, out)
-    return made
+    return out / f"{GALAXY['namespace']}-{GALAXY['name']}-{GALAXY['version']}.tar.gz"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _ansible_wheel(end: AnsibleEnd) -> Path:
+    """The `ansible` wheel of one end: from .cache/ansible-wheels/ when its sha256 is the pinned one, else fetched
+    with `pip download --no-deps` (a cached file with another digest is replaced) and checked again."""
+    wheel = WHEELS / f"ansible-{end.version}-py3-none-any.whl"
+    if wheel.is_file() and _sha256(wheel) == end.sha256:
+        return wheel
+    wheel.unlink(missing_ok=True)
+    WHEELS.mkdir(parents=True, exist_ok=True)
+    proc = _run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
+                 "--only-binary=:all:", "--python-version", end.python, "-d", str(WHEELS), f"ansible=={end.version}"],
+                cwd=WHEELS)
+    assert proc.returncode == 0, (f"{_explain(proc)}\nFix: give this machine access to the Python registry, or put "
+                                  f"ansible-{end.version}-py3-none-any.whl (sha256 {end.sha256}) into {WHEELS}")
+    digest = _sha256(wheel)
+    assert digest == end.sha256, (f"{wheel} has sha256 {digest}, ANSIBLE_ENDS pins {end.sha256} for ansible "
+                                  f"{end.version}: the download is not the reviewed artefact; remove it and check")
+    return wheel
+
+
+def _extract(archive: zipfile.ZipFile, name: str, dest: Path) -> Path:
+    """Only the files of one collection (ansible_collections/<namespace>/<name>/) out of an `ansible` wheel."""
+    prefix = "ansible_collections/" + name.replace(".", "/") + "/"
+    members = [m for m in archive.namelist() if m.startswith(prefix) and "/__pycache__/" not in m]
+    assert members, f"{archive.filename} holds no {name}"
+    archive.extractall(dest, members)
+    return dest.joinpath(*prefix.split("/"))
+
+
+def _closure(archive: zipfile.ZipFile) -> list[str]:
+    """The declared dependencies and, as Galaxy would bring them, theirs (community.general 13 needs
+    community.library_inventory_filtering_v1), each read from its MANIFEST.json in the wheel."""
+    todo, seen = list(DEPENDENCIES), []
+    while todo:
+        name = todo.pop(0)
+        if name in seen:
+            continue
+        seen.append(name)
+        manifest = json.loads(archive.read("ansible_collections/" + name.replace(".", "/") + "/MANIFEST.json"))
+        todo.extend(manifest["collection_info"].get("dependencies") or {})
+    return seen
+
+
+@pytest.fixture(scope="module", params=sorted(ANSIBLE_ENDS, reverse=True),
+                ids=[f"{end}-ansible-{ANSIBLE_ENDS[end].version}" for end in sorted(ANSIBLE_ENDS, reverse=True)])
+def dependencies(request: pytest.FixtureRequest, work: Path) -> dict[str, Path]:
+    """Each declared dependency (and each of theirs) as a tarball, built from the `ansible` wheel of one end."""
+    end = ANSIBLE_ENDS[request.param]
+    wheel = _ansible_wheel(end)
+    base = work / request.param
+    out = base / "dist"
+    out.mkdir(parents=True)
+    with zipfile.ZipFile(wheel) as archive:
+        return {name: _build_installed(_extract(archive, name, base / "wheel"), base / "src" / name, out)
+                for name in _closure(archive)}
 
 
 def _build_installed(src: Path, copy: Path, out: Path) -> Path:
-    """`ansible-galaxy collection build` of an installed collection: its MANIFEST.json's collection_info becomes the
-    galaxy.yml (the ansible package strips files its FILES.json lists, so the installed folder is no artifact)."""
+    """`ansible-galaxy collection build` of a collection as the `ansible` package ships it: its MANIFEST.json's
+    collection_info becomes the galaxy.yml (the package strips files its FILES.json lists, so it is no artifact)."""
     info = json.loads((src / "MANIFEST.json").read_text())["collection_info"]
     shutil.copytree(src, copy, ignore=shutil.ignore_patterns("__pycache__", "MANIFEST.json", "FILES.json"))
     galaxy = {k: v for k, v in info.items() if v not in (None, [], {}, "") and k != "license_file"}
@@ -124,21 +213,22 @@ def _install(work: Path, venv: Path, dest: Path, paths: list[Path]) -> subproces
 
 
 @pytest.fixture(scope="module")
-def installed(work: Path, core_venv: Path, tarballs: dict[str, Path]) -> Path:
-    dest = work / "with-deps"  # not "collections": Ansible also searches collections/ beside a playbook
-    proc = _install(work, core_venv, dest, list(tarballs.values()))
+def installed(work: Path, core_venv: Path, tarball: Path, dependencies: dict[str, Path]) -> Path:
+    # not "collections": Ansible also searches collections/ beside a playbook
+    dest = dependencies[next(iter(DEPENDENCIES))].parents[1] / "with-deps"
+    proc = _install(work, core_venv, dest, [tarball, *dependencies.values()])
     assert proc.returncode == 0, _explain(proc)
     return dest
 
 
 @pytest.fixture(scope="module")
-def installed_alone(work: Path, core_venv: Path, tarballs: dict[str, Path]) -> Path:
+def installed_alone(work: Path, core_venv: Path, tarball: Path) -> Path:
     """The collection without its dependencies (--no-deps): the play must fail there, or it proves nothing."""
     dest = work / "no-deps"
     dest.mkdir()
     (dest / "ansible.cfg").write_text("[defaults]\n")
     proc = _run([str(core_venv / "bin" / "ansible-galaxy"), "collection", "install", "--offline", "--no-deps", "-p",
-                 str(dest), str(tarballs[FQCN])], cwd=work, env=_env(dest, core_venv))
+                 str(dest), str(tarball)], cwd=work, env=_env(dest, core_venv))
     assert proc.returncode == 0, _explain(proc)
     return dest
 
@@ -149,20 +239,24 @@ def test_content_uses_exactly_the_declared_dependencies() -> None:
                                             f"galaxy.yml declares: {sorted(DEPENDENCIES)}")
 
 
-def test_install_without_the_dependencies_is_refused(work: Path, core_venv: Path, tarballs: dict[str, Path]) -> None:
-    proc = _install(work, core_venv, work / "alone", [tarballs[FQCN]])
+def test_install_without_the_dependencies_is_refused(work: Path, core_venv: Path, tarball: Path) -> None:
+    proc = _install(work, core_venv, work / "alone", [tarball])
     assert proc.returncode != 0, "the tarball installed without its dependencies: galaxy.yml declares none?"
     out = proc.stdout + proc.stderr
     assert "Could not satisfy the following requirements" in out, _explain(proc)
     assert any(f"{name}:{DEPENDENCIES[name]} (dependency of {FQCN}" in out for name in DEPENDENCIES), _explain(proc)
 
 
-def test_install_brings_the_collection_and_its_dependencies(installed: Path, core_venv: Path) -> None:
+def test_install_brings_the_collection_and_its_dependencies(installed: Path, core_venv: Path,
+                                                            dependencies: dict[str, Path]) -> None:
+    """The install holds this collection and exactly the dependency versions of this end's `ansible` package."""
     proc = _run([str(core_venv / "bin" / "ansible-galaxy"), "collection", "list", "--format", "json"],
                 cwd=installed, env=_env(installed, core_venv))
     assert proc.returncode == 0, _explain(proc)
-    listed = set(json.loads(proc.stdout).get(str(installed / "ansible_collections"), {}))
-    assert listed == {FQCN, *DEPENDENCIES}, f"installed: {sorted(listed)}"
+    listed = json.loads(proc.stdout).get(str(installed / "ansible_collections"), {})
+    assert set(listed) == {FQCN, *dependencies}, f"installed: {sorted(listed)}"
+    wanted = {name: path.name.removesuffix(".tar.gz").rsplit("-", 1)[1] for name, path in dependencies.items()}
+    assert {name: listed[name]["version"] for name in dependencies} == wanted, f"installed: {listed}"
 
 
 def _playbook(venv: Path, *args: str) -> list[str]:
@@ -219,5 +313,6 @@ def test_dnf_versionlock_runs_from_the_installed_community_general(work: Path, i
     assert alone.returncode != 0 and "Cannot resolve 'community.general.dnf_versionlock'" in (
         alone.stdout + alone.stderr), _explain(alone)
     ran = _run(module, cwd=work, env=_env(installed, core_venv))
-    assert 'Failed to find required executable "dnf"' in ran.stdout, _explain(ran)
+    # community.general 10.x: "/usr/bin/dnf was not found"; 13.x: 'Failed to find required executable "dnf"'.
+    assert re.search(r'Failed to find required executable "dnf"|/usr/bin/dnf was not found', ran.stdout), _explain(ran)
     assert "Cannot resolve" not in ran.stdout + ran.stderr, _explain(ran)

@@ -110,3 +110,59 @@ def test_forbidden_patterns_are_recognised() -> None:
         assert any(r.search(line) for r in FORBIDDEN.values()), line
     for line in good:
         assert not any(r.search(line) for r in FORBIDDEN.values()), line
+
+
+@pytest.mark.parametrize("role", ROLES, ids=_ids(ROLES))
+def test_every_role_has_an_argument_spec_with_main(role: Path) -> None:
+    """Internal roles too (ansible-doc -t role shows them; their parameters are validated at include time)."""
+    spec_file = role / "meta" / "argument_specs.yml"
+    assert spec_file.is_file(), f"roles/{role.name}: meta/argument_specs.yml is missing"
+    specs = (_load(spec_file) or {}).get("argument_specs") or {}
+    assert "main" in specs, f"roles/{role.name}/meta/argument_specs.yml: no `main` entry point"
+    for name, entry in specs.items():
+        assert (entry or {}).get("short_description"), f"roles/{role.name}: entry point `{name}`: no short_description"
+
+
+def _role_calls() -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(file, role, tasks_from, vars) of every import_role/include_role of one of this collection's roles."""
+    calls = []
+
+    def walk(tasks: Any, where: str) -> None:
+        for task in tasks if isinstance(tasks, list) else []:
+            if not isinstance(task, dict):
+                continue
+            for key in ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks"):
+                walk(task.get(key), where)
+            for action in ("ansible.builtin.import_role", "ansible.builtin.include_role"):
+                args = task.get(action)
+                if isinstance(args, dict) and str(args.get("name", "")).startswith("scc.nlp_training."):
+                    calls.append((where, args["name"].split(".")[-1], args.get("tasks_from", "main"),
+                                  task.get("vars") or {}))
+
+    for path in sorted([*(ROOT / "roles").glob("*/tasks/**/*.yml"), *(ROOT / "playbooks").glob("*.yml")]):
+        walk(_load(path), path.relative_to(ROOT).as_posix())
+    return calls
+
+
+def test_every_entry_point_called_has_a_spec_and_gets_what_it_requires() -> None:
+    """Each `tasks_from` used names an entry point of the role's spec exactly (ansible-core looks the spec up by the
+    literal value: `install.yml` would skip the validation of `install`); a templated role name (the preflight loop)
+    is left out. Parameters passed as task vars are options of that entry point, and its required options are passed."""
+    problems = []
+    calls = _role_calls()
+    assert any(role == "_nvidia_common" for _, role, _, _ in calls), "the scan found no call of _nvidia_common"
+    for where, role, entry, passed in calls:
+        if "{{" in role:
+            continue
+        specs = (_load(ROOT / "roles" / role / "meta" / "argument_specs.yml") or {})["argument_specs"]
+        if entry not in specs:
+            problems.append(f"{where}: {role} tasks_from `{entry}` is no entry point of its spec ({sorted(specs)})")
+            continue
+        options = specs[entry].get("options") or {}
+        params = {k for k in passed if k.startswith(f"_{role}_") or k.startswith(f"{role}_")}
+        if params - set(options):
+            problems.append(f"{where}: {role}/{entry} gets {sorted(params - set(options))}, not in its spec")
+        required = {k for k, v in options.items() if v.get("required")}
+        if (role.startswith("_") or role == "pip_lock") and required - params:
+            problems.append(f"{where}: {role}/{entry} needs {sorted(required - params)}")
+    assert not problems, "\n".join(problems)

@@ -112,7 +112,7 @@ PLAYBOOK = """
     - name: A version the lock does not pin
       ansible.builtin.include_role:
         name: scc.nlp_training.pip_lock
-        tasks_from: preflight.yml
+        tasks_from: preflight
       vars:
         _pip_lock_set: pytorch-cpu
         _pip_lock_specs: ["torch==2.99.0+cpu"]
@@ -143,6 +143,22 @@ def test_preflight_refuses_before_any_change(tmp_path: Path, lock_file: str, exp
     assert proc.returncode == 2, out
     assert expected in out
     assert "Traceback" not in out
+
+
+def test_preflight_entry_point_validates_its_parameters(tmp_path: Path) -> None:
+    """The argument spec of `tasks_from: preflight` (meta/argument_specs.yml) runs at include time: a call without
+    the specs is refused there, naming the parameter, before the role's own check."""
+    book = tmp_path / "pre.yml"
+    book.write_text(PLAYBOOK.replace('        _pip_lock_specs: ["torch==2.99.0+cpu"]\n', ""))
+    exe = Path(sys.executable).parent / "ansible-playbook"
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=_collections_path(), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
+    proc = subprocess.run([str(exe if exe.exists() else "ansible-playbook"), str(book), "-e", "lock_file="],
+                          capture_output=True, text=True, env=env, timeout=180, check=False)
+    out = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode == 2, out
+    assert "Validating arguments against arg spec 'preflight'" in out, out
+    assert "missing required arguments: _pip_lock_specs" in out, out
 
 
 @pytest.mark.parametrize(("earlier", "later"), [("python36", "pytorch-cpu"), ("pytorch-cpu", "tensorflow-cpu"),

@@ -22,8 +22,8 @@ def load_yaml(relative: str) -> Any:
 def test_defaults_match_argument_specs(role: str) -> None:
     defaults = load_yaml(f"roles/{role}/defaults/main.yml")
     specs = load_yaml(f"roles/{role}/meta/argument_specs.yml")["argument_specs"]
-    assert set(specs) == {"main", "preflight"}
-    assert specs["main"]["options"] == specs["preflight"]["options"]
+    assert {"main", "preflight"} <= set(specs)  # python36 also has `record` (playbooks/runtime.yml)
+    assert all(entry["options"] == specs["main"]["options"] for entry in specs.values())
     assert set(defaults) == set(specs["main"]["options"])
     for name, value in defaults.items():
         assert name.startswith(f"{role}_"), name

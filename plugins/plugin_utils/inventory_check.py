@@ -65,7 +65,7 @@ def inventory_nodes(hosts: Iterable[str], hostvars: Mapping[str, Mapping[str, An
         gpu_int = _to_int(gpus)
         nodes.append({
             "name": name,
-            "short": str(_var(host_vars, "inventory_hostname_short", name.split(".")[0])),
+            "short": str(_var(host_vars, "inventory_hostname_short", name.split(".", maxsplit=1)[0])),
             "ip": str(_var(host_vars, "ansible_host", name)),
             "rdma_ip": str(_var(host_vars, "rdma_ip") or ""),
             "slots": _to_int(mpi_slots or (gpu_int if gpu_int > 0 else 1)),

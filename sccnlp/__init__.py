@@ -27,7 +27,7 @@ from typing import Any
 # sccnlp.runner.RunResult; the annotations name it without importing it (the node wheel has no sccnlp.runner).
 RunResult = Any
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 __all__ = ["__version__", "deploy", "run_playbook", "train", "validate"]
 
 

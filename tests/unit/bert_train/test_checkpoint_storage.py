@@ -42,8 +42,8 @@ def failing_save(code: int, calls_before: int):
 
 
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EIO, errno.EDQUOT])
-def test_failed_write_stops_keeps_previous_and_removes_partial(shard_dir: Path, tmp_path: Path, capsys, monkeypatch,
-                                                                code: int) -> None:
+def test_failed_write_stops_keeps_previous_and_removes_partial(
+        shard_dir: Path, tmp_path: Path, capsys, monkeypatch, code: int) -> None:
     out_dir = tmp_path / "run"
     monkeypatch.setattr(torch, "save", failing_save(code, calls_before=1))
     rc = train.main([*BASE, "--data-dir", str(shard_dir), "--output-dir", str(out_dir)])

@@ -34,8 +34,8 @@ def test_unknown_peer_is_refused() -> None:
         peer.bench_peer("deepspeed", "bert-tiny", 32, 4, 1, 1)
 
 
-def test_ratios_pair_each_trainer_figure_with_the_peer_of_its_seq_len(tmp_path: Path,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_ratios_pair_each_trainer_figure_with_the_peer_of_its_seq_len(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = [
         {"model": "bert-large", "seq_len": 128, "seq_per_s_gpu": 1800.0, "label": "new128b256"},
         {"model": "bert-large", "seq_len": 128, "seq_per_s_gpu": 1500.0, "label": "peer128b256", "peer": "hf-compile"},

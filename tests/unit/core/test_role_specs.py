@@ -150,7 +150,7 @@ def test_every_entry_point_called_has_a_spec_and_gets_what_it_requires() -> None
     is left out. Parameters passed as task vars are options of that entry point, and its required options are passed."""
     problems = []
     calls = _role_calls()
-    assert any(role == "_nvidia_common" for _, role, _, _ in calls), "the scan found no call of _nvidia_common"
+    assert any(call[1] == "_nvidia_common" for call in calls), "the scan found no call of _nvidia_common"
     for where, role, entry, passed in calls:
         if "{{" in role:
             continue

@@ -166,3 +166,18 @@ def test_every_entry_point_called_has_a_spec_and_gets_what_it_requires() -> None
         if (role.startswith("_") or role == "pip_lock") and required - params:
             problems.append(f"{where}: {role}/{entry} needs {sorted(required - params)}")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("role", ROLES, ids=_ids(ROLES))
+def test_no_two_options_of_an_entry_point_share_a_description(role: Path) -> None:
+    """A description copied onto the options after it (a comment block of defaults/main.yml pasted on every
+    variable it heads) documents all but one of them wrongly; each option says what it is."""
+    specs = (_load(role / "meta" / "argument_specs.yml") or {}).get("argument_specs") or {}
+    copies = []
+    for entry, spec in specs.items():
+        seen: dict[str, list[str]] = {}
+        for name, option in ((spec or {}).get("options") or {}).items():
+            text = option.get("description")
+            seen.setdefault(" ".join(text) if isinstance(text, list) else str(text), []).append(name)
+        copies += [f"{entry}: {', '.join(names)}" for names in seen.values() if len(names) > 1]
+    assert not copies, f"roles/{role.name}/meta/argument_specs.yml: options sharing one description: {copies}"

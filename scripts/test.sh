@@ -112,8 +112,8 @@ stage_unit() {
 
 # The background group: the test-bed image, then MOLECULE_BACKGROUND's scenarios side by side, into one log.
 start_background() {
-  [ -n "$MOLECULE_BACKGROUND" ] && [ -z "${bg_pid:-}" ] || return 0
-  took_molecule_started=1
+  [ -n "$MOLECULE_BACKGROUND" ] && [ -z "${bg_started:-}" ] || return 0
+  bg_started=1 took_molecule_started=1
   bg_dir=$(mktemp -d)
   bg_t0=$(date +%s)
   echo "=== background: test-bed image, then molecule [${MOLECULE_BACKGROUND//+/ }] (log printed in the molecule stage)"

@@ -3,10 +3,10 @@
 """Build the node-side wheel `sccnlp-node` on the controller: the one way node programs reach the nodes.
 
 The nodes get only what runs there (data preparation and trainer `sccnlp.bert`, validation gates `sccnlp.gates`,
-the heartbeat/metrics reader `sccnlp.monitor.reader`, the error type and the data files); the controller-only
-parts (cli, commands, runner, testbed, report, compat, the rdma monitor) stay behind. The sources are found through
-the import system (the collection's `sccnlp/` folder, or the `sccnlp` package itself), so a checkout and an
-installed collection tarball build the same wheel.
+the heartbeat/metrics reader `sccnlp.monitor.reader`, the textfile exports `sccnlp.monitor.textfile`, the error
+type and the data files); the controller-only parts (cli, commands, runner, testbed, report, compat, the rdma
+monitor) stay behind. The sources are found through the import system (the collection's `sccnlp/` folder, or the
+`sccnlp` package itself), so a checkout and an installed collection tarball build the same wheel.
 
 The wheel is built by the standard backend (setuptools' `build_meta` through `pip wheel --no-build-isolation
 --no-index`, offline, with the setuptools of the controller's Python) from a staging copy of the node-side files
@@ -39,6 +39,7 @@ NODE_FILES = (
     "gates",
     "monitor/__init__.py",
     "monitor/reader.py",
+    "monitor/textfile.py",
     "data",
 )
 SETUPTOOLS_FLOOR = (68, 0)

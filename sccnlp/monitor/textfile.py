@@ -24,10 +24,11 @@ import math
 import os
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Optional
 
 GATES_FILE = "scc_gates.prom"
 STACK_FILE = "scc_stack.prom"
@@ -37,7 +38,7 @@ GATE_STATUS = {"pass": 1, "fail": 0, "skip": -1}
 STACK_FACTS = (("scc_gpu_driver", "gpu_driver"), ("scc_cuda", "cuda"), ("scc_nccl", "nccl"), ("scc_cudnn", "cudnn"),
                ("scc_python36", "python"), ("scc_pytorch", "pytorch"), ("scc_tensorflow", "tensorflow"),
                ("scc_aiacc", "aiacc"))
-Labels = Dict[str, str]
+Labels = dict[str, str]
 
 
 @dataclass
@@ -47,7 +48,7 @@ class Family:
     name: str
     help: str
     kind: str = "gauge"
-    samples: List[Tuple[Labels, float]] = field(default_factory=list)
+    samples: list[tuple[Labels, float]] = field(default_factory=list)
 
     def add(self, labels: Labels, value: float) -> None:
         self.samples.append((dict(labels), value))
@@ -74,7 +75,7 @@ def format_value(value: float) -> str:
 
 def render(families: Sequence[Family]) -> str:
     """The text exposition format of the families that have samples (label names sorted, one sample a line)."""
-    lines: List[str] = []
+    lines: list[str] = []
     for family in families:
         if not family.samples:
             continue
@@ -108,10 +109,10 @@ def _epoch(stamp: Any) -> Optional[float]:
     return parsed.timestamp() if parsed.tzinfo is not None else None
 
 
-def _worst(checks: Sequence[Mapping[str, Any]]) -> List[Mapping[str, Any]]:
+def _worst(checks: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """One check per name (a name listed twice keeps the failed one, else the first): the label sets stay unique."""
     rank = {"fail": 0, "pass": 1, "skip": 2}
-    chosen: Dict[str, Mapping[str, Any]] = {}
+    chosen: dict[str, Mapping[str, Any]] = {}
     for check in checks:
         name = str(check.get("name") or "")
         if not name:
@@ -122,7 +123,7 @@ def _worst(checks: Sequence[Mapping[str, Any]]) -> List[Mapping[str, Any]]:
     return [chosen[name] for name in sorted(chosen)]
 
 
-def gate_families(fragment: Mapping[str, Any], host: str, shared_dir: str = "") -> List[Family]:
+def gate_families(fragment: Mapping[str, Any], host: str, shared_dir: str = "") -> list[Family]:
     """The gate metrics of one node's validation fragment; cluster checks (the first node's fragment holds them)
     carry scope="cluster". shared_dir: the mount point the validation expects ("" = none expected)."""
     nodes = fragment.get("nodes") or {}
@@ -132,7 +133,8 @@ def gate_families(fragment: Mapping[str, Any], host: str, shared_dir: str = "") 
     measured = Family("scc_gate_measured", "Value the validation measured for a check, in the unit label's unit.")
     floor = Family("scc_gate_floor", "Lowest value a check accepts, in the unit label's unit.")
     ceiling = Family("scc_gate_ceiling", "Highest value a check accepts, in the unit label's unit.")
-    scopes = (("node", nodes[host].get("checks") or []), ("cluster", (fragment.get("cluster") or {}).get("checks") or []))
+    cluster = fragment.get("cluster") or {}
+    scopes = (("node", nodes[host].get("checks") or []), ("cluster", cluster.get("checks") or []))
     for scope, checks in scopes:
         for check in _worst(checks):
             labels = {"check": str(check["name"]), "scope": scope}
@@ -154,7 +156,7 @@ def gate_families(fragment: Mapping[str, Any], host: str, shared_dir: str = "") 
     return families
 
 
-def stack_families(facts: Mapping[str, Any]) -> List[Family]:
+def stack_families(facts: Mapping[str, Any]) -> list[Family]:
     """scc_stack_info from the local facts (name without .fact -> its JSON): one sample per recorded component."""
     info = Family("scc_stack_info", "Installed software of the training stack, as its role recorded it (value 1).")
     for fact, component in STACK_FACTS:
@@ -169,7 +171,7 @@ def stack_families(facts: Mapping[str, Any]) -> List[Family]:
 
 
 def training_families(run: str, step: int, loss: Optional[float], seq_per_s: Optional[float], beat: float,
-                      last_checkpoint: Optional[float], completed: bool) -> List[Family]:
+                      last_checkpoint: Optional[float], completed: bool) -> list[Family]:
     """The training heartbeat of rank 0 (times in Unix seconds; None: not known yet)."""
     labels = {"run": run}
     families = [
@@ -212,9 +214,9 @@ def write_atomic(directory: str, name: str, text: str) -> Path:
     return folder / name
 
 
-def read_facts(facts_dir: str) -> Dict[str, Any]:
+def read_facts(facts_dir: str) -> dict[str, Any]:
     """The collection's local facts (scc_*.fact, JSON) of a facts.d folder; unreadable files are left out."""
-    found: Dict[str, Any] = {}
+    found: dict[str, Any] = {}
     folder = Path(facts_dir)
     for path in sorted(folder.glob("scc_*.fact")) if folder.is_dir() else []:
         try:
@@ -243,8 +245,9 @@ def _validation(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sccnlp.monitor.textfile",
-                                     description="write the collection's metrics for node_exporter's textfile collector")
+    parser = argparse.ArgumentParser(
+        prog="python -m sccnlp.monitor.textfile",
+        description="write the collection's metrics for node_exporter's textfile collector")
     sub = parser.add_subparsers(dest="what", required=True)
     val = sub.add_parser("validation", help="the gate results of a validation fragment and the stack's versions")
     val.add_argument("--fragment", required=True, help="the node's fragment (sccnlp.gates.evaluate output)")

@@ -38,7 +38,7 @@ def test_only_node_side_code_is_shipped(built: dict[str, str]) -> None:
         metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert {"sccnlp/__init__.py", "sccnlp/errors.py", "sccnlp/bert/train.py", "sccnlp/bert/prepare.py",
             "sccnlp/gates/evaluate.py", "sccnlp/gates/gpu.py", "sccnlp/monitor/reader.py",
-            "sccnlp/data/floors.yml"} <= names
+            "sccnlp/monitor/textfile.py", "sccnlp/data/floors.yml"} <= names
     controller = [n for n in names if n.startswith(("sccnlp/cli", "sccnlp/commands", "sccnlp/runner",
                                                     "sccnlp/testbed", "sccnlp/report", "sccnlp/compat",
                                                     "sccnlp/monitor/rdma"))]

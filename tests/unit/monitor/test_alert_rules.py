@@ -41,7 +41,8 @@ def test_every_alert_fires_in_a_rule_test() -> None:
     firing: set[str] = set()
     for case in CASES:
         data = yaml.safe_load(case.read_text())
-        assert [(case.parent / f).resolve() for f in data["rule_files"]] == [RULES], f"{case.name}: not the shipped rules"
+        rule_files = [(case.parent / f).resolve() for f in data["rule_files"]]
+        assert rule_files == [RULES], f"{case.name}: not the shipped rules"
         for test in data["tests"]:
             firing |= {t["alertname"] for t in test.get("alert_rule_test", []) if t.get("exp_alerts")}
     assert sorted(set(_alerts()) - firing) == [], "alerts without a promtool case in which they fire"
@@ -57,7 +58,8 @@ def test_a_broken_rule_fails_its_test(prometheus_tool: Callable[[str], str], tmp
     """The same case against rules whose node-down expression can never match: promtool reports the missing alert."""
     broken = tmp_path / "roles" / "monitoring" / "files"
     broken.mkdir(parents=True)
-    (broken / "scc_rules.yml").write_text(RULES.read_text().replace('up{job="scc_node"} == 0', 'up{job="scc_node"} == 2'))
+    text = RULES.read_text().replace('up{job="scc_node"} == 0', 'up{job="scc_node"} == 2')
+    (broken / "scc_rules.yml").write_text(text)
     case = tmp_path / "tests" / "unit" / "monitor" / "rules"
     case.mkdir(parents=True)
     (case / "node_down.yml").write_text((Path(__file__).parent / "rules" / "node_down.yml").read_text())

@@ -24,7 +24,8 @@ import math
 import os
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -212,6 +213,42 @@ def write_atomic(directory: str, name: str, text: str) -> Path:
             os.unlink(tmp)
         raise
     return folder / name
+
+
+class TrainingExport:
+    """Rank 0's heartbeat in <directory>/scc_training.prom: `beat` after each log interval and at the end,
+    `checkpoint` after each checkpoint. A directory that does not exist (no monitoring on the node) or a failed
+    write is reported once through `log` and never stops the run."""
+
+    def __init__(self, directory: str, run: str, log: Callable[[str], None]) -> None:
+        self.directory, self.run, self.log = directory, run, log
+        self.step = 0
+        self.loss: Optional[float] = None
+        self.seq_per_s: Optional[float] = None
+        self.last_checkpoint: Optional[float] = None
+        self.enabled = os.path.isdir(directory)
+        if not self.enabled:
+            log(f"training metrics not exported: {directory} does not exist on this node (deploy "
+                "playbooks/monitoring.yml)")
+
+    def beat(self, step: int, loss: Optional[float] = None, seq_per_s: Optional[float] = None,
+             completed: bool = False) -> None:
+        self.step = step
+        self.loss = self.loss if loss is None else loss
+        self.seq_per_s = self.seq_per_s if seq_per_s is None else seq_per_s
+        if not self.enabled:
+            return
+        text = render(training_families(self.run, step, self.loss, self.seq_per_s, time.time(),
+                                        self.last_checkpoint, completed))
+        try:
+            write_atomic(self.directory, TRAINING_FILE, text)
+        except OSError as exc:
+            self.enabled = False
+            self.log(f"training metrics not exported any more: {self.directory}/{TRAINING_FILE}: {exc}")
+
+    def checkpoint(self) -> None:
+        self.last_checkpoint = time.time()
+        self.beat(self.step)
 
 
 def read_facts(facts_dir: str) -> dict[str, Any]:

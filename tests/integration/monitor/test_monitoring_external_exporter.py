@@ -20,6 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
+Start = Callable[[Path], int]
 
 
 def _free_port() -> int:
@@ -29,7 +30,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture()
-def exporter(tmp_path: Path, prometheus_tool: Callable[[str], str]) -> Iterator[Callable[[Path], int]]:
+def exporter(tmp_path: Path, prometheus_tool: Callable[[str], str]) -> Iterator[Start]:
     """start(textfile_dir) -> the port of a node_exporter reading that directory (stopped after the test)."""
     procs: list[subprocess.Popen[bytes]] = []
 
@@ -84,7 +85,7 @@ def _recap(proc: subprocess.CompletedProcess[str]) -> str:
     return next(line for line in proc.stdout.splitlines() if line.startswith("node-1 "))
 
 
-def test_the_users_exporter_is_kept_and_serves_the_collections_metric(tmp_path: Path, exporter) -> None:
+def test_the_users_exporter_is_kept_and_serves_the_collections_metric(tmp_path: Path, exporter: Start) -> None:
     textfile = tmp_path / "node_exporter"  # prometheus.prometheus.node_exporter's /var/lib/node_exporter
     textfile.mkdir()
     port = exporter(textfile)
@@ -110,7 +111,7 @@ def test_the_users_exporter_is_kept_and_serves_the_collections_metric(tmp_path: 
     assert check.returncode == 0 and "changed=0" in _recap(check), check.stdout[-3000:]
 
 
-def test_an_exporter_reading_another_directory_is_refused(tmp_path: Path, exporter) -> None:
+def test_an_exporter_reading_another_directory_is_refused(tmp_path: Path, exporter: Start) -> None:
     theirs, ours = tmp_path / "theirs", tmp_path / "ours"
     theirs.mkdir()
     port = exporter(theirs)

@@ -27,6 +27,7 @@ import yaml
 from sccnlp.testbed.cluster import SYSFS_DOUBLE
 
 pytestmark = pytest.mark.testbed
+SetCounters = Callable[[str, dict[str, Any]], None]
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURE = ROOT / "tests" / "fixtures" / "rdma_sysfs" / "cx6_roce" / "sys" / "class" / "infiniband" / "mlx5_0"
@@ -126,7 +127,7 @@ def test_prometheus_scrapes_every_node(bed: dict[str, Any]) -> None:
 
 
 @pytest.fixture(scope="module")
-def rdma_double(bed: dict[str, Any]) -> Iterator[Callable[[str, dict[str, Any]], None]]:
+def rdma_double(bed: dict[str, Any]) -> Iterator[SetCounters]:
     """A device mlx5_<node> on every node (the recorded ConnectX-6 tree, its counters at 1000); yields set(node,
     {counter: value}) and removes the devices afterwards."""
     tar = subprocess.run(["tar", "-C", str(FIXTURE), "-c", "."], capture_output=True, check=True).stdout
@@ -148,7 +149,7 @@ def rdma_double(bed: dict[str, Any]) -> Iterator[Callable[[str, dict[str, Any]],
         _in_node(bed, node, f"rm -rf {SYSFS_DOUBLE}/class/infiniband/mlx5_{node}")
 
 
-def test_rdma_counters_of_the_double_appear_and_change(bed: dict[str, Any], rdma_double) -> None:
+def test_rdma_counters_of_the_double_appear_and_change(bed: dict[str, Any], rdma_double: SetCounters) -> None:
     for node in bed["nodes"]:
         metrics = _node_metrics(bed, node)
         # port_xmit_data counts 4-byte words: 1000 words are 4000 bytes.
@@ -162,7 +163,7 @@ def test_rdma_counters_of_the_double_appear_and_change(bed: dict[str, Any], rdma
     _until("Prometheus sees the new counter", lambda: _values(bed, expr) == {first: 8000.0})
 
 
-def test_monitor_rdma_shows_the_rates_prometheus_computes(bed: dict[str, Any], rdma_double) -> None:
+def test_monitor_rdma_shows_the_rates_prometheus_computes(bed: dict[str, Any], rdma_double: SetCounters) -> None:
     first = bed["nodes"][0]
     rdma_double(first, {"port_xmit_data": 3000})
     _until("the new counter scraped",
@@ -178,7 +179,7 @@ def test_monitor_rdma_shows_the_rates_prometheus_computes(bed: dict[str, Any], r
     assert all(rows[node]["tx_gbps"] == 0 for node in bed["nodes"][2:])
 
 
-def test_the_rdma_rules_fire_on_the_doubles_counters(bed: dict[str, Any], rdma_double) -> None:
+def test_the_rdma_rules_fire_on_the_doubles_counters(bed: dict[str, Any], rdma_double: SetCounters) -> None:
     """The shipped expressions, evaluated by the test bed's Prometheus on what node_exporter read: a flapping link
     (link_downed rises), rising symbol errors, a port that left ACTIVE, each on one node only."""
     flap, errors, down = bed["nodes"][0], bed["nodes"][1], bed["nodes"][-1]

@@ -164,7 +164,8 @@ def stack_families(facts: Mapping[str, Any]) -> list[Family]:
         data = facts.get(fact)
         if not isinstance(data, Mapping):
             continue
-        version = data.get("version")
+        # python36 records the venv's interpreter as python_version; aiacc the backend it chose.
+        version = data.get("version", data.get("python_version"))
         method = data.get("backend") if component == "aiacc" else data.get("method")
         info.add({"component": component, "version": "" if version is None else str(version),
                   "method": "" if method is None else str(method)}, 1)

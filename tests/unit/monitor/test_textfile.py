@@ -37,6 +37,7 @@ FACTS = {
     "scc_cuda": {"method": "package", "version": "12.2", "toolkit": "12.2.140"},
     "scc_nccl": {"method": "pip", "version": "2.21.5"},
     "scc_cudnn": {"method": "pip", "version": "9.1.0"},
+    "scc_python36": {"python_version": "3.11", "venv": "/opt/scc/venv", "freeze": ["torch==2.13.0+cpu"]},
     "scc_pytorch": {"method": "install", "version": "2.13.0+cpu"},
     "scc_aiacc": {"backend": "native", "version": "", "reason": "AIACC source not configured"},
     "scc_kernel": {"release": "6.1.0-28-amd64"},
@@ -92,6 +93,7 @@ def test_stack_info_lists_the_recorded_components() -> None:
         'scc_stack_info{component="cuda",method="package",version="12.2"}': 1,
         'scc_stack_info{component="nccl",method="pip",version="2.21.5"}': 1,
         'scc_stack_info{component="cudnn",method="pip",version="9.1.0"}': 1,
+        'scc_stack_info{component="python",method="",version="3.11"}': 1,
         'scc_stack_info{component="pytorch",method="install",version="2.13.0+cpu"}': 1,
         'scc_stack_info{component="aiacc",method="native",version=""}': 1,
     }

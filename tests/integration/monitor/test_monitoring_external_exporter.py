@@ -78,7 +78,7 @@ def _settings(tmp_path: Path, textfile: Path, port: int) -> dict:
 def _outcome(proc: subprocess.CompletedProcess[str], task: str) -> str:
     """The first result word (ok, changed, skipping, fatal) after the task's header."""
     after = proc.stdout.split(f"monitoring : {task}", 1)[1]
-    return next(line.split(":")[0] for line in after.splitlines()[1:] if line.strip())
+    return next(line.split(":", 1)[0] for line in after.splitlines()[1:] if line.strip())
 
 
 def _recap(proc: subprocess.CompletedProcess[str]) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from torch.optim import Optimizer
 
-from sccnlp.errors import SccError
+from sccnlp.node.errors import SccError
 
 
 def lamb_update(params: list[torch.Tensor], grads: list[torch.Tensor], m: list[torch.Tensor],
@@ -108,7 +108,7 @@ OPTIMIZERS = ("lamb", "adamw")
 
 
 def param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    from sccnlp.bert.model import no_decay
+    from sccnlp.node.bert.model import no_decay
 
     decay: list[torch.nn.Parameter] = []
     plain: list[torch.nn.Parameter] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sccnlp.errors import SccError
+from sccnlp.node.errors import SccError
 
 SIZES: dict[str, dict[str, int]] = {
     "tiny": {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 256},

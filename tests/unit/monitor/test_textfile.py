@@ -1,4 +1,4 @@
-"""The textfile exports (sccnlp/monitor/textfile.py): the text each function produces, checked by `promtool check
+"""The textfile exports (sccnlp/node/textfile.py): the text each function produces, checked by `promtool check
 metrics` (Prometheus' own linter of the exposition format and naming conventions), the atomic write, and the
 `validation` command the validate role runs on each node."""
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sccnlp.monitor import textfile
+from sccnlp.node import textfile
 
 FRAGMENT: dict[str, Any] = {
     "run": {"started": "2026-12-02T10:00:00Z", "finished": "2026-12-02T10:21:30.123456+00:00"},

@@ -10,10 +10,10 @@ name the collector skips, then renamed over the old one, so a scrape never reads
 - ``scc_stack.prom``: the installed stack, ``scc_stack_info{component, version, method}`` from the roles' local facts
   (``/etc/ansible/facts.d/scc_<role>.fact``);
 - ``scc_training.prom``: the training heartbeat of rank 0 (step, loss, sequences/s, when it beat, the last
-  checkpoint, whether the run completed), written by ``sccnlp.bert.train --textfile-dir``.
+  checkpoint, whether the run completed), written by ``sccnlp.node.bert.train --textfile-dir``.
 
-``python -m sccnlp.monitor.textfile validation --fragment F --host H --facts-dir D --shared-dir S --out DIR`` writes
-the first two from a validation fragment (``sccnlp.gates.evaluate``'s output).
+``python -m sccnlp.node.textfile validation --fragment F --host H --facts-dir D --shared-dir S --out DIR`` writes
+the first two from a validation fragment (``sccnlp.node.gates.evaluate``'s output).
 """
 
 from __future__ import annotations
@@ -284,11 +284,11 @@ def _validation(args: argparse.Namespace) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m sccnlp.monitor.textfile",
+        prog="python -m sccnlp.node.textfile",
         description="write the collection's metrics for node_exporter's textfile collector")
     sub = parser.add_subparsers(dest="what", required=True)
     val = sub.add_parser("validation", help="the gate results of a validation fragment and the stack's versions")
-    val.add_argument("--fragment", required=True, help="the node's fragment (sccnlp.gates.evaluate output)")
+    val.add_argument("--fragment", required=True, help="the node's fragment (sccnlp.node.gates.evaluate output)")
     val.add_argument("--host", required=True, help="the node's inventory name in the fragment")
     val.add_argument("--facts-dir", default="/etc/ansible/facts.d", help="the local facts folder")
     val.add_argument("--shared-dir", default="", help="the shared storage mount point the validation expects")

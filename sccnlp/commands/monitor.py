@@ -67,7 +67,8 @@ def run_rdma(args: argparse.Namespace) -> int:
             hosts = [t.name for t in rdma.hosts_from_list(args.hosts)]
         elif args.inventory:
             hosts = [t.name for t in rdma.hosts_from_inventory(args.inventory, args.group)]
-        return prometheus.monitor(args.prometheus, window=args.window, interval=args.interval or 15.0,
+        interval = 15.0 if args.interval is None else args.interval
+        return prometheus.monitor(args.prometheus, window=args.window, interval=interval,
                                   count=args.count, as_json=args.json, hosts=hosts, since=args.since,
                                   step=args.step, base_selector=args.match)
     if args.since or args.step:
@@ -78,5 +79,6 @@ def run_rdma(args: argparse.Namespace) -> int:
         targets = rdma.hosts_from_list(args.hosts)
     elif args.inventory:
         targets = rdma.hosts_from_inventory(args.inventory, args.group)
-    return rdma.monitor(root=args.sysfs_root, interval=args.interval or 1.0, count=args.count, as_json=args.json,
+    return rdma.monitor(root=args.sysfs_root, interval=1.0 if args.interval is None else args.interval,
+                        count=args.count, as_json=args.json,
                         targets=targets, host_label=socket.gethostname())

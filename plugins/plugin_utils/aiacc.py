@@ -1,20 +1,22 @@
-"""Pure decision logic of the aiacc role: which communication backend a node gets, and its environment knobs.
-
-Roles inside a collection cannot carry filter plugins, so the role runs this file on the controller through the
-`pipe` lookup: `python aiacc_logic.py '{"call": "aiacc_select", "args": [...]}'` prints the result as JSON.
-Functions (each plain, unit-tested in tests/unit/runtime/):
-  aiacc_source        which AIACC-Training source is configured ('', 'url', 'wheel_dir', 'conda') or an error
-  aiacc_select        backend selection from the request, the source and the import probe
-  aiacc_knob_error    a gradient-compression choice the possible backends cannot honour
-  aiacc_env           the environment variables (name, value) rendered into the scc env file
-  horovod_check_build parse `horovodrun --check-build` output
+# Copyright: scc.nlp_training contributors
+# Apache-2.0
+"""The decisions of the aiacc role: which communication backend a node gets, its environment knobs, and the checks
+of its settings, of Horovod's build and of the backend in the training interpreter. Pure functions (unit-tested in
+tests/unit/runtime/); the filters in plugins/filter/aiacc.py are thin wrappers.
+  aiacc_source         which AIACC-Training source is configured ('', 'url', 'wheel_dir', 'conda') or an error
+  aiacc_select         backend selection from the request, the source and the import probe
+  aiacc_knob_error     a gradient-compression choice the possible backends cannot honour
+  aiacc_plan           the preflight: source, the selection before anything is installed, the settings' problems
+  aiacc_env            the environment variables (name, value) rendered into the scc env file
+  horovod_check_build  parse `horovodrun --check-build` output
+  horovod_build_problems, backend_problems  the verify of the install and of the backend
 """
 
 from __future__ import annotations
 
 import json
 import re
-import sys
+from collections.abc import Mapping
 from typing import Any, Optional
 
 BACKENDS = ("auto", "aiacc", "horovod", "native")
@@ -154,25 +156,85 @@ def horovod_check_build(text: str) -> dict[str, Any]:
     return out
 
 
-CALLS = {
-    "aiacc_source": aiacc_source,
-    "aiacc_select": aiacc_select,
-    "aiacc_knob_error": aiacc_knob_error,
-    "aiacc_env": aiacc_env,
-    "horovod_check_build": horovod_check_build,
-}
+
+_SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
+FRAMEWORK_NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
 
 
-def main(argv: list[str]) -> int:
-    """One call from the role: argv[1] is {"call": name, "args": [...]}; prints the JSON result."""
-    request = json.loads(argv[1])
+def aiacc_plan(node: str, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The preflight of the role. `settings`: the aiacc_* variables without the prefix (backend, fallback,
+    framework, wheel_url, wheel_dir, conda_archive, wheel_sha256, conda_sha256, package_version,
+    gradient_compression, streams, fusion_threshold_bytes, cycle_time_ms, extra_env). Returns source, pre (the
+    selection before the import is tried) and problems (one per rule broken, each naming the node and the fix)."""
+    def text(key: str) -> str:
+        value = settings.get(key)
+        return "" if value is None else str(value)
+
+    source = aiacc_source(text("wheel_url"), text("wheel_dir"), text("conda_archive"))
+    pre = aiacc_select(text("backend"), text("fallback"), source, text("framework"))
+    problems = []
+    if pre["error"]:
+        problems.append(f"{node}: {pre['error']}")
+    if source == "url" and not _SHA256.match(text("wheel_sha256")):
+        problems.append(f"{node}: aiacc_wheel_url needs aiacc_wheel_sha256 (64 hex digits; `sha256sum FILE` gives "
+                        "it), so the file is checked before it is installed")
+    if source == "wheel_dir" and not (_SHA256.match(text("wheel_sha256")) and text("package_version")):
+        problems.append(f"{node}: aiacc_wheel_dir needs aiacc_package_version and aiacc_wheel_sha256 (the wheel is "
+                        "installed with --require-hashes) (64 hex digits; `sha256sum FILE` gives it), so the file "
+                        "is checked before it is installed")
+    if source == "conda" and not _SHA256.match(text("conda_sha256")):
+        problems.append(f"{node}: aiacc_conda_archive needs aiacc_conda_sha256 (64 hex digits; `sha256sum FILE` "
+                        "gives it), so the file is checked before it is installed")
+    knob = aiacc_knob_error(text("backend"), text("fallback"), text("gradient_compression"))
+    if knob:
+        problems.append(f"{node}: {knob}")
+    if _number(settings.get("streams"), int) < 1:
+        problems.append(f"{node}: aiacc_streams must be at least 1 (got {text('streams')})")
+    if _number(settings.get("fusion_threshold_bytes"), int) < 0:
+        problems.append(f"{node}: aiacc_fusion_threshold_bytes must be >= 0 bytes")
+    if _number(settings.get("cycle_time_ms"), float) <= 0:
+        problems.append(f"{node}: aiacc_cycle_time_ms must be > 0 (milliseconds)")
+    bad = [str(k) for k in (settings.get("extra_env") or {}) if not _ENV_NAME.match(str(k))]
+    if bad:
+        problems.append(f"{node}: aiacc_extra_env has names that are not environment variable names: "
+                        + ", ".join(bad))
+    return {"source": source, "pre": pre, "problems": problems}
+
+
+def _number(value: Any, kind: Any) -> Any:
     try:
-        result: Any = CALLS[request["call"]](*request.get("args", []))
-    except (KeyError, TypeError, ValueError) as exc:
-        result = {"error": str(exc)}
-    print(json.dumps(result))
-    return 0
+        return kind(value)
+    except (TypeError, ValueError):
+        return -1
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+def horovod_build_problems(text: str, node: str, framework: str, gpus: int) -> list[str]:
+    """`horovodrun --check-build` must list the framework and the node's collectives (NCCL with GPUs, else gloo or
+    MPI)."""
+    build = horovod_check_build(text)
+    name = FRAMEWORK_NAMES.get(framework, framework)
+    ops = build["operations"]
+    has_framework = bool(build["frameworks"].get(name))
+    has_collective = bool(ops.get("NCCL")) if gpus > 0 else bool(ops.get("Gloo") or ops.get("MPI"))
+    if has_framework and has_collective:
+        return []
+    missing = name if not has_framework else ("NCCL" if gpus > 0 else "gloo/MPI")
+    return [f"{node}: Horovod {build['version']} was built without {missing} (`horovodrun --check-build`); uninstall "
+            "it (pip uninstall horovod) and run the role again with the framework importable"
+            + (" and NCCL headers installed (gpu_stack role)" if gpus > 0 else "")]
+
+
+def backend_problems(node: str, backend: str, rc: Any, stdout_lines: list[str], stderr_lines: list[str],
+                     python: str, gpus: int) -> tuple[dict[str, Any], list[str]]:
+    """The probe of the chosen backend in the training interpreter: it must run, and the native backend needs NCCL
+    (GPU nodes) or gloo/MPI in torch.distributed. Returns (what the probe printed, problems)."""
+    if rc != 0:
+        said = [line for line in stderr_lines if line]
+        return {}, [f"{node}: backend {backend}: the check with {python} failed ({said[-1] if said else 'no output'}); "
+                    "install the framework first (roles pytorch/tensorflow) and run the role again"]
+    info = json.loads(stdout_lines[-1]) if stdout_lines else {}
+    if backend == "native" and not (info.get("nccl") if gpus > 0 else (info.get("gloo") or info.get("mpi"))):
+        return info, [f"{node}: backend {backend}: {info.get('framework')} has no "
+                      f"{'NCCL' if gpus > 0 else 'gloo/MPI'} in torch.distributed; install an official framework "
+                      "build"]
+    return info, []

@@ -29,9 +29,14 @@ attributes:
     platforms: posix
 options:
   name:
-    description: The fact's name, C(scc_<role>) by convention (letters, digits and underscores).
+    description:
+      - The fact's name, C(scc_<role>) by convention (letters, digits and underscores).
+      - One of O(name) and O(path) is required.
     type: str
-    required: true
+  path:
+    description:
+      - The fact file's full path instead of O(name) and O(dir); it ends in C(.fact).
+    type: path
   fact:
     description: What to record.
     type: dict
@@ -49,6 +54,12 @@ EXAMPLES = r"""
     fact:
       method: pip
       version: "12.9.79"
+
+- name: Record the venv at a configured path
+  scc.nlp_training.local_fact:
+    path: /etc/ansible/facts.d/scc_python36.fact
+    fact:
+      venv: /opt/scc/venv
 """
 
 RETURN = r"""
@@ -70,45 +81,45 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.scc.nlp_training.plugins.module_utils.scc_files import render_fact, same_fact
+
 _NAME = re.compile(r"^[A-Za-z0-9_]+$")
-
-
-def _render(fact):
-    """The file's text: the layout to_nice_json writes (indent 4, sorted keys), so files written before match."""
-    return json.dumps(fact, indent=4, sort_keys=True, separators=(",", ": ")) + "\n"
 
 
 def _recorded(path):
     try:
         with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+            return handle.read()
     except OSError:
-        return None, ""
-    try:
-        return json.loads(text), text
-    except ValueError:
-        return None, text
+        return None
 
 
 def main():
     module = AnsibleModule(
-        argument_spec={"name": {"type": "str", "required": True}, "fact": {"type": "dict", "required": True},
+        argument_spec={"name": {"type": "str"}, "path": {"type": "path"}, "fact": {"type": "dict", "required": True},
                        "dir": {"type": "path", "default": "/etc/ansible/facts.d"}},
+        required_one_of=[("name", "path")],
+        mutually_exclusive=[("name", "path")],
         supports_check_mode=True,
     )
-    name, fact, folder = module.params["name"], module.params["fact"], module.params["dir"]
+    fact = module.params["fact"]
+    if module.params["path"]:
+        folder, base = os.path.split(module.params["path"])
+        name = base[:-len(".fact")] if base.endswith(".fact") else ""
+    else:
+        folder, name = module.params["dir"], module.params["name"]
     if not _NAME.match(name):
-        module.fail_json(msg="local_fact: name %r may hold only letters, digits and underscores (it becomes "
-                             "ansible_local.%s)" % (name, name))
+        module.fail_json(msg="local_fact: the fact name %r may hold only letters, digits and underscores and the "
+                             "file must end in .fact (it becomes ansible_local.<name>)" % name)
     path = os.path.join(folder, name + ".fact")
     # Compare what a reader gets back: JSON round-trips the module's arguments the same way.
     wanted = json.loads(json.dumps(fact))
-    recorded, before = _recorded(path)
-    text = _render(wanted)
-    changed = recorded != wanted
+    before = _recorded(path)
+    text = render_fact(wanted)
+    changed = not same_fact(before, wanted)
     result = {"path": path, "fact": wanted, "changed": changed}
     if module._diff:
-        result["diff"] = {"before": before, "after": text, "before_header": path, "after_header": path}
+        result["diff"] = {"before": before or "", "after": text, "before_header": path, "after_header": path}
     if changed and not module.check_mode:
         try:
             if not os.path.isdir(folder):

@@ -104,7 +104,7 @@ def storage_check(writer: str, written: Mapping[str, Any], seen: Mapping[str, Ma
     is known, the size written). With `probe` false no file was written: only the mount is judged.
 
     Returns `problems` (host -> the message naming the node, what it saw, `situation`, `stop` and `fix`, where
-    '{node}' in `fix` is the node), `mounted` (host -> {ok, detail} for the report's shared_storage_mounted) and
+    '{node}' in `fix` is the node), `mounted` (host -> the report's check shared_storage_mounted) and
     `measurements` and `blame` for the report (shared_storage_visible, shared_storage_write_mbps)."""
     size = int(written.get("bytes") or 0) if written else 0
     wrote = not written or written.get("rc") == 0
@@ -124,7 +124,8 @@ def storage_check(writer: str, written: Mapping[str, Any], seen: Mapping[str, Ma
         got = _reading(seen.get(host) or {})
         mount = got.get("mount")
         if mountpoint:
-            mounted[host] = {"ok": mount is not None, "detail": (
+            mounted[host] = {"name": "shared_storage_mounted", "status": "pass" if mount else "fail",
+                             "measured": None, "floor": None, "unit": "", "detail": (
                 "%s: %s is mounted (%s %s)" % (host, mountpoint, mount.get("fstype"), mount.get("source"))
                 if mount else "%s: %s is not a mount point: the shared storage is not mounted on this node. Fix: run "
                 "playbooks/storage.yml --limit %s (or `mount %s` on the node, from /etc/fstab)"

@@ -93,7 +93,7 @@ def devinfo_disagreements(devices: Sequence[Mapping[str, Any]], ibv_devinfo: Map
     """'dev:port' of each port sysfs reports ACTIVE that `ibv_devinfo -v` (parsed) does not report PORT_ACTIVE."""
     out = []
     for device, port in active_pairs(devices):
-        seen = ibv_devinfo.get(device.get("name"))
+        seen = ibv_devinfo.get(str(device.get("name")))
         if seen is None:
             continue
         ports = [q for q in seen.get("ports") or [] if q.get("port") == port.get("port")]

@@ -134,7 +134,7 @@ def storage_check(writer: str, written: Mapping[str, Any], seen: Mapping[str, Ma
             continue
         if mountpoint and mount is None:
             what = "the shared storage is not mounted at %s" % mountpoint
-        elif mountpoint and source and mount.get("source") != source:
+        elif mountpoint and source and mount is not None and mount.get("source") != source:
             what = "%s is mounted from %s (%s), not from %s" % (mountpoint, mount.get("source"), mount.get("fstype"),
                                                                 source)
         elif not got.get("exists"):

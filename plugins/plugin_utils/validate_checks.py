@@ -116,8 +116,8 @@ def nccl_node(parsed: Mapping[str, Any], run: Mapping[str, Any], fallback: Mappi
               "busbw": (r.get("out_of_place") or {}).get("busbw")} for r in rows]
     out: list[dict[str, Any]] = []
     if "rc" in run:
-        big = [(r.get("out_of_place") or {}).get("busbw") for r in rows if (r.get("size") or 0) >= min_bytes]
-        big = [b for b in big if b is not None]
+        big = [float(b) for b in ((r.get("out_of_place") or {}).get("busbw") for r in rows
+                                  if (r.get("size") or 0) >= min_bytes) if b is not None]
         ok = run.get("rc") == 0
         said = (str(run.get("stderr") or "") or str(run.get("stdout") or ""))[-300:].strip()
         bounds = parsed.get("out_of_bounds")
@@ -176,6 +176,7 @@ def mpi_answers(hosts: Sequence[str], hostnames: Mapping[str, str], answered: It
     reported of itself ('' when unknown); `mpi`: the registered run (rc), None when the hostfile is missing;
     `failure`: what to say after 'mpirun failed (rc N): '."""
     said = {line.strip() for line in answered}
+    culprits: list[str]
     missing = [h for h in hosts if h not in said and str(hostnames.get(h) or h) not in said]
     not_reached = ("; not reached in this run: %s (start the node or fix its connection, then run again)"
                    % ", ".join(unreached)) if unreached else ""

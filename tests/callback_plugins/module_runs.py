@@ -8,7 +8,7 @@ assert, debug, meta, include). The count is taken where Ansible starts the paylo
 forked worker), attributed to the node it runs on (the delegated host for delegate_to), and summed when the run
 ends. Enable it with ANSIBLE_CALLBACK_PLUGINS=<this folder> and ANSIBLE_CALLBACKS_ENABLED=module_runs; with
 SCC_MODULE_RUNS_DIR set, each run writes <dir>/<start time>-<pid>.json ({playbooks, hosts: {host: {runs,
-modules}}, stats}) and prints one line per host."""
+modules, tasks}}, stats}) and prints one line per host."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _record(action: ActionBase, module_name: str | None, task_vars: dict[str, An
         return
     task = action._task
     host = str(task.delegate_to or (task_vars or {}).get("inventory_hostname") or "?")
-    line = f"{host}\t{module_name or task.action}\n"
+    line = f"{host}\t{module_name or task.action}\t{task.get_name()}\n"
     with open(path, "a", encoding="utf-8") as handle:  # one short append per run: atomic across the workers
         handle.write(line)
 
@@ -85,14 +85,17 @@ class CallbackModule(CallbackBase):
         if not self._log:
             return
         runs: dict[str, Counter[str]] = {}
+        tasks: dict[str, Counter[str]] = {}
         if os.path.exists(self._log):
             with open(self._log, encoding="utf-8") as handle:
                 for line in handle:
-                    host, _tab, module = line.rstrip("\n").partition("\t")
+                    host, module, name = [*line.rstrip("\n").split("\t", 2), "", ""][:3]
                     runs.setdefault(host, Counter())[module] += 1
+                    tasks.setdefault(host, Counter())[name] += 1
         summary = {
             "playbooks": self._playbooks,
-            "hosts": {h: {"runs": sum(c.values()), "modules": dict(c.most_common())} for h, c in sorted(runs.items())},
+            "hosts": {h: {"runs": sum(c.values()), "modules": dict(c.most_common()),
+                          "tasks": dict(tasks[h].most_common())} for h, c in sorted(runs.items())},
             "stats": {h: stats.summarize(h) for h in sorted(stats.processed)},
         }
         with open(self._log[:-len(".tsv")] + ".json", "w", encoding="utf-8") as handle:

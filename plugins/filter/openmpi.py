@@ -14,11 +14,12 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.scc.nlp_training.plugins.plugin_utils.openmpi import openmpi_problems as _problems
 
 
-def openmpi_problems(version, node, expected, info_lines, params, mca_file, bin_dir):
+def openmpi_problems(version, node, expected, info_lines, params, mca_file, bin_dir, launch=None):
     if not isinstance(version, dict) or not isinstance(params, dict):
         raise AnsibleFilterError("openmpi_problems expects the registered mpirun --version result and the MCA "
                                  "settings as dictionaries")
-    return _problems(str(node), version, str(expected), list(info_lines or []), params, str(mca_file), str(bin_dir))
+    return _problems(str(node), version, str(expected), list(info_lines or []), params, str(mca_file), str(bin_dir),
+                     None if launch is None else dict(launch))
 
 
 class FilterModule(object):

@@ -44,12 +44,15 @@ options:
         description:
           - V(file) the whole file is O(files[].content); V(block) the marked block O(files[].block) in the file;
             V(block_absent) that block removed; V(directory) a folder; V(link) a symbolic link to O(files[].src);
-            V(absent) nothing at the path.
+            V(absent) nothing at the path (a folder is removed with what it holds).
         type: str
         choices: [file, block, block_absent, directory, link, absent]
         default: file
       content:
         description: The file's text (state V(file)).
+        type: str
+      secret_content:
+        description: The file's text when it is a secret (a private key); never shown, logged or diffed.
         type: str
       block:
         description: The block's text (state V(block)).
@@ -72,6 +75,10 @@ options:
         type: str
       unsafe_writes:
         description: Write the file in place when an atomic rename cannot replace it (a bind-mounted /etc/hosts).
+        type: bool
+        default: false
+      backup:
+        description: Keep a time-stamped copy of a file before replacing its text.
         type: bool
         default: false
   facts:
@@ -115,6 +122,7 @@ results:
 
 import os
 import re
+import shutil
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
@@ -166,7 +174,10 @@ def _apply(module, entry, diffs):
         if os.path.lexists(path):
             changed = True
             if not module.check_mode:
-                os.remove(path)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                else:
+                    os.remove(path)
         return changed
     if state == "link":
         if os.path.islink(path) and os.readlink(path) == entry["src"]:
@@ -178,15 +189,19 @@ def _apply(module, entry, diffs):
         return True
     before = _read(path)
     if state == "file":
-        after = entry.get("content") or ""
+        secret = entry.get("secret_content") is not None
+        after = entry["secret_content"] if secret else entry.get("content") or ""
     else:
         if state == "block_absent" and before is None:
             return False
         after = edit_block(before, entry.get("block") or "", entry["marker"], present=state == "block")
     if after != before:
         changed = True
-        diffs.append({"before": before or "", "after": after, "before_header": path, "after_header": path})
+        if not (state == "file" and secret):
+            diffs.append({"before": before or "", "after": after, "before_header": path, "after_header": path})
         if not module.check_mode:
+            if entry.get("backup") and before is not None:
+                module.backup_local(path)
             _write(module, path, after, entry.get("unsafe_writes"))
     return _attributes(module, entry, changed)
 
@@ -198,10 +213,11 @@ def main():
                 "path": {"type": "path", "required": True},
                 "state": {"type": "str", "default": "file",
                           "choices": ["file", "block", "block_absent", "directory", "link", "absent"]},
-                "content": {"type": "str"}, "block": {"type": "str"},
+                "content": {"type": "str"}, "secret_content": {"type": "str", "no_log": True}, "block": {"type": "str"},
                 "marker": {"type": "str", "default": "# {mark} ANSIBLE MANAGED BLOCK"},
                 "src": {"type": "str"}, "mode": {"type": "raw"}, "owner": {"type": "str"},
-                "group": {"type": "str"}, "unsafe_writes": {"type": "bool", "default": False}}},
+                "group": {"type": "str"}, "unsafe_writes": {"type": "bool", "default": False},
+                "backup": {"type": "bool", "default": False}}},
             "facts": {"type": "dict", "default": {}},
             "facts_dir": {"type": "path", "default": "/etc/ansible/facts.d"},
         },

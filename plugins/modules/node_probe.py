@@ -38,7 +38,8 @@ options:
     type: dict
     default: {}
   globs:
-    description: Name to a shell pattern; the sorted paths it matches.
+    description: Name to a shell pattern, or to C(pattern) (one or a list) with C(read) (return each file's text as
+      well); the sorted paths they match.
     type: dict
     default: {}
   mounts:
@@ -71,7 +72,7 @@ files:
   returned: always
   type: dict
 globs:
-  description: Name to the sorted list of paths.
+  description: Name to the sorted list of paths, or of C(path), C(content) entries when C(read) was asked.
   returned: always
   type: dict
 mounts:
@@ -136,6 +137,15 @@ def _file(spec):
     return out
 
 
+def _glob(spec):
+    pattern, read = (spec.get("pattern"), spec.get("read")) if isinstance(spec, dict) else (spec, False)
+    patterns = pattern if isinstance(pattern, list) else [pattern]
+    paths = sorted({path for one in patterns for path in glob.glob(str(one))})
+    if not read:
+        return paths
+    return [dict(_file({"path": path, "read": True}), path=path) for path in paths]
+
+
 def _mounts(points):
     wanted = {os.path.realpath(p): p for p in points}
     found = dict.fromkeys(points)
@@ -167,7 +177,7 @@ def main():
         changed=False,
         commands={name: _command(spec or {}) for name, spec in p["commands"].items()},
         files={name: _file(spec) for name, spec in p["files"].items()},
-        globs={name: sorted(glob.glob(str(pattern))) for name, pattern in p["globs"].items()},
+        globs={name: _glob(spec) for name, spec in p["globs"].items()},
         mounts=_mounts(p["mounts"]),
     )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Optional
 
 MIB = 1048576
 _DD_SECONDS = re.compile(r"copied, ([0-9.]+) s")
@@ -172,3 +172,17 @@ def storage_check(writer: str, written: Mapping[str, Any], seen: Mapping[str, Ma
     blame += [{"host": h, "msg": "%s: not reached, so the shared-storage check could not include it" % h}
               for h in (unreached if wrote else [])]
     return {"problems": problems, "mounted": mounted, "measurements": measurements, "blame": blame}
+
+
+def mount_state(fstab: str, mounted: Optional[Mapping[str, Any]], path: str, src: str, fstype: str,
+                opts: str) -> dict[str, bool]:
+    """Whether the node already has what ansible.posix.mount (state mounted) would make: `fstab` has the line
+    'SRC PATH FSTYPE OPTS 0 0' for the mount point (its last entry for it counts), and `mounted` (what is mounted at
+    PATH: fstype, source; None for nothing) is that source."""
+    entry = None
+    for line in str(fstab or "").splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and not fields[0].startswith("#") and fields[1] == path:
+            entry = fields + ["0"] * (6 - len(fields))
+    in_fstab = entry is not None and entry[:6] == [src, path, fstype, opts, "0", "0"]
+    return {"fstab": in_fstab, "mounted": mounted is not None and mounted.get("source") == src}

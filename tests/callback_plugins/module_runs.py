@@ -4,11 +4,12 @@
 
 A module run is one AnsiballZ payload started on a node: one per module task, several for an action plugin that
 runs more than one (copy and template run stat, then copy or file), none for a task without a module (set_fact,
-assert, debug, meta, include). The count is taken where Ansible starts the payload (ActionBase._execute_module, in the
-forked worker), attributed to the node it runs on (the delegated host for delegate_to), and summed when the run
-ends. Enable it with ANSIBLE_CALLBACK_PLUGINS=<this folder> and ANSIBLE_CALLBACKS_ENABLED=module_runs; with
-SCC_MODULE_RUNS_DIR set, each run writes <dir>/<start time>-<pid>.json ({playbooks, hosts: {host: {runs,
-modules, tasks}}, stats}) and prints one line per host."""
+assert, debug, meta, include); a script or raw task, which runs a file or a command without a module, counts one.
+The count is taken where Ansible starts the payload (ActionBase._execute_module, in the forked worker), attributed
+to the node it runs on (the delegated host for delegate_to), and summed when the run ends. Enable it with
+ANSIBLE_CALLBACK_PLUGINS=<this folder> and ANSIBLE_CALLBACKS_ENABLED=module_runs; with SCC_MODULE_RUNS_DIR set,
+each run writes <dir>/<start time>-<pid>.json ({playbooks, hosts: {host: {runs, modules, tasks}}, stats}) and
+prints one line per host."""
 
 from __future__ import annotations
 
@@ -77,6 +78,19 @@ class CallbackModule(CallbackBase):
             self._log = os.path.join(self._dir, f"{self._started}-{os.getpid()}.tsv")
             os.environ[_ENV_LOG] = self._log
             _patch()
+
+    def _actionless(self, result: Any) -> None:
+        """script and raw start no module: they run a file or a command on the node. Count each as one run."""
+        task = result._task
+        if self._log and task.action.split(".")[-1] in ("script", "raw") and not task.delegate_to:
+            with open(self._log, "a", encoding="utf-8") as handle:
+                handle.write(f"{result._host.get_name()}\t{task.action}\t{task.get_name()}\n")
+
+    def v2_runner_on_ok(self, result: Any) -> None:
+        self._actionless(result)
+
+    def v2_runner_on_failed(self, result: Any, ignore_errors: bool = False) -> None:
+        self._actionless(result)
 
     def v2_playbook_on_start(self, playbook: Any) -> None:
         self._playbooks.append(os.path.basename(str(getattr(playbook, "_file_name", ""))))

@@ -45,3 +45,13 @@ def test_a_setting_overridden() -> None:
         "openmpi on n1: ompi_info does not show hwloc_base_binding_policy = none as set in "
         "/etc/openmpi/openmpi-mca-params.conf. Fix: check for an OMPI_MCA_* environment variable or another "
         "openmpi-mca-params.conf that overrides it."]
+
+
+def test_a_local_launch_that_fails() -> None:
+    refused = {"rc": 1, "stdout": "", "stderr": "mpirun has detected an attempt to run as root."}
+    assert openmpi.openmpi_problems("n1", VERSION, "4.1.4", INFO, PARAMS, MCA, "/usr/bin", launch=refused) == [
+        "openmpi on n1: a local launch (/usr/bin/mpirun -np 1 --host localhost hostname) failed (rc 1): mpirun has "
+        "detected an attempt to run as root. Fix: check that root may launch (openmpi_allow_run_as_root) and that "
+        "the node's own name resolves."]
+    assert openmpi.openmpi_problems("n1", VERSION, "4.1.4", INFO, PARAMS, MCA, "/usr/bin",
+                                    launch={"rc": 0, "stdout": "clu-node1"}) == []

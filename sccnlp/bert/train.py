@@ -76,10 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-grad-norm", type=float, default=1.0, help="0 = no clipping")
     p.add_argument("--nan-policy", default="stop", choices=("stop", "skip"))
     p.add_argument("--backend", default="torch", choices=("torch", "horovod", "aiacc"))
-    p.add_argument("--precision", default="auto", choices=("auto", "bf16", "fp32"),
-                   help="auto = bf16 autocast on GPU, fp32 on CPU")
+    p.add_argument("--precision", default="auto", choices=("auto", "bf16", "fp8", "fp32"),
+                   help="auto = bf16 on GPU, fp32 on CPU; fp8 = bf16 with the layers' matrix products in float8 "
+                        "(torchao; GPUs with FP8 tensor cores: Ada, Hopper or newer)")
     p.add_argument("--compile", default="auto", choices=("auto", "none", "default", "max-autotune-no-cudagraphs"),
                    help="torch.compile mode (auto = default on GPU, none on CPU)")
+    p.add_argument("--no-compile-optimizer", action="store_true",
+                   help="keep the LAMB update eager when the model is compiled (for comparisons)")
     p.add_argument("--encoder", default="own", choices=("own", "hf"),
                    help="own = the project's fused encoder (sccnlp.bert.encoder, bf16 over fp32 master weights); "
                         "hf = transformers' BertForPreTraining modules under autocast (the old path)")
@@ -127,6 +130,24 @@ def peak_flops(device: Any, override_tflops: float = 0.0) -> float:
     from sccnlp.bert.metrics import peak_flops_for
 
     return peak_flops_for(torch.cuda.get_device_name(device))
+
+
+def fp8_problem_here(device: Any) -> str:
+    """sccnlp.bert.model.fp8_problem for this rank's device and venv."""
+    from sccnlp.bert.model import fp8_problem
+
+    name, capability = "", None
+    if device.type == "cuda":
+        import torch
+
+        name, capability = torch.cuda.get_device_name(device), torch.cuda.get_device_capability(device)
+    try:
+        import torchao.float8  # noqa: F401
+    except ImportError as exc:
+        missing = str(exc)
+    else:
+        missing = ""
+    return fp8_problem(device.type, name, capability, missing)
 
 
 def storage_error_line(path: Path, exc: OSError) -> str:
@@ -214,7 +235,12 @@ class Trainer:
         random.seed(seed)
         torch.manual_seed(seed)
 
-        self.amp = args.precision == "bf16" or (args.precision == "auto" and self.is_cuda)
+        self.fp8 = args.precision == "fp8"
+        if self.fp8:
+            problem = fp8_problem_here(self.device)
+            if problem:
+                raise SccError(problem)
+        self.amp = args.precision in ("bf16", "fp8") or (args.precision == "auto" and self.is_cuda)
         if self.amp and not self.is_cuda:
             raise SccError("--precision bf16 needs a GPU; this rank has none (use --precision fp32 or auto)")
         if self.is_cuda:
@@ -224,6 +250,8 @@ class Trainer:
         # model
         self.packed = bool(meta is not None and meta.packed)
         self.own = args.encoder == "own"
+        if self.fp8 and not self.own:
+            raise SccError("--precision fp8 is a setting of the project's encoder: drop --encoder hf")
         if self.packed and not self.own:
             raise SccError(f"{args.data_dir} holds packed rows (several pairs a row): they need --encoder own "
                            "(the default); --encoder hf reads unpacked shards only")
@@ -240,10 +268,10 @@ class Trainer:
         torch.manual_seed(args.seed)  # identical initial weights on every rank
         with torch.device(self.device):  # initialise on the GPU: seconds instead of a minute for BERT-large
             if self.own:
-                from sccnlp.bert.encoder import BertPretrainer
+                from sccnlp.bert.encoder import BertPretrainer, fp8_linear, linear_bf16
 
                 self.model = BertPretrainer(self.config, torch.bfloat16 if self.amp else torch.float32,
-                                            compile_mode=mode)
+                                            compile_mode=mode, linear=fp8_linear() if self.fp8 else linear_bf16)
             else:
                 self.model = bmodel.build_model(self.config, full_head=args.full_head)
         torch.manual_seed(seed)
@@ -266,7 +294,8 @@ class Trainer:
 
         # A torch Optimizer, or Horovod's DistributedOptimizer around it (synchronize(), skip_synchronize()).
         self.optimizer: Any = build_optimizer(args.optimizer, self.model, args.lr, args.weight_decay,
-                                              self.device)
+                                              self.device, compiled=(mode != "none" and self.is_cuda
+                                                                     and not args.no_compile_optimizer))
         if self.comm.hvd is not None:
             hvd = self.comm.hvd
             self.optimizer = hvd.DistributedOptimizer(self.optimizer, named_parameters=self.model.named_parameters(),
@@ -560,7 +589,7 @@ class Trainer:
         return (f"model={self.args.model} params={sum(p.numel() for p in self.params) / 1e6:.1f}M "
                 f"seq_len={self.seq_len} max_pred={self.max_pred} vocab={self.vocab_size} ranks={self.world} "
                 f"batch/gpu={self.args.batch_size} accum={self.accum} global_batch={self.global_batch} "
-                f"optimizer={self.args.optimizer} precision={'bf16' if self.amp else 'fp32'} "
+                f"optimizer={self.args.optimizer} precision={'fp8' if self.fp8 else 'bf16' if self.amp else 'fp32'} "
                 f"compile={self.compile_mode} encoder={self.args.encoder} packed={self.packed} "
                 f"backend={self.args.backend}/"
                 f"{'nccl' if self.is_cuda else 'gloo'} device={self.device} "

@@ -37,6 +37,13 @@ elif [ "$#" -eq 0 ] && [ "$group" = real ]; then
          "curve_new:bert-large:128:256:200:1:--data-dir,@U128@:--curve,@OUT@/losses_new.json" \
          "curve_old:bert-large:128:256:200:1:--data-dir,@U128@,--encoder,hf:--curve,@OUT@/losses_old.json"
 fi
+# torchao (the trainer's --precision fp8) from the carried wheels when the image's Python lacks it.
+bench_site=/tmp/scc-bench-site
+if ! python3 -c 'import torchao' 2>/dev/null && ls .whl/torchao-*.whl >/dev/null 2>&1; then
+  [ -f "$bench_site/.done" ] || { python3 -m pip install -q --no-index --no-deps --disable-pip-version-check \
+    --target "$bench_site" .whl/torchao-*.whl && touch "$bench_site/.done"; }
+  PYTHONPATH="$bench_site${PYTHONPATH:+:$PYTHONPATH}"
+fi
 PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$(pwd)"
 export PYTHONPATH PYTHONUNBUFFERED=1
 export TORCHINDUCTOR_CACHE_DIR="${TORCHINDUCTOR_CACHE_DIR:-/tmp/trn-inductor}"

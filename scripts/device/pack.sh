@@ -4,8 +4,9 @@
 #   bash scripts/device/pack.sh            # then carry .whl and .device (device tool: carry: [".whl", ".device"])
 # Fills (both folders are git-ignored):
 #   .whl/                 ansible-core (requirements/ci.txt's pin) and the dependencies a GPU image with a PyTorch
-#                         venv lacks (resolvelib, cryptography, cffi, pycparser, python-debian), for CPython 3.12 on
-#                         x86-64; DEVICE_PY=3.11 etc. for another node Python
+#                         venv lacks (resolvelib, cryptography, cffi, pycparser, python-debian; torchao for the
+#                         trainer's --precision fp8), for CPython 3.12 on x86-64; DEVICE_PY=3.11 etc. for another
+#                         node Python
 #   .whl/python_apt-*.whl the Python bindings of apt (ansible.builtin.apt needs them) built for that Python from
 #                         Debian's python-apt source package, for GPU images without python3-apt (Ubuntu server
 #                         ships it; the lent machines' image does not): needs pyenv's Python $DEVICE_PY
@@ -20,7 +21,7 @@ cd "$(dirname "$0")/../.."
 PY=${DEVICE_PY:-3.12}
 pin() { grep -iE "^$1==" requirements/ci.txt | head -1; }
 want=("$(pin ansible-core)" "$(pin resolvelib)" "$(pin cryptography)" "$(pin cffi)" "$(pin pycparser)"
-      "python-debian==${PYTHON_DEBIAN_VERSION:-1.0.1}")
+      "$(pin torchao)" "python-debian==${PYTHON_DEBIAN_VERSION:-1.0.1}")
 for w in "${want[@]}"; do [[ $w == *==* ]] || { echo "pack: requirements/ci.txt pins no ${w:-a package} (${want[*]})" >&2; exit 2; }; done
 rm -rf .whl && mkdir -p .whl .device/collections
 .venv/bin/python -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \

@@ -87,3 +87,26 @@ def test_files_folders_links_facts_and_check_mode(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "facts.d" / "scc_cluster.fact").read_text()) == {"nodes": ["n1"], "total_slots": 1}
     assert _changed(_play(tmp_path, [task])) == [False]
     assert _changed(_play(tmp_path, [task], "--check")) == [False]
+
+
+def test_node_probe_reads_commands_files_globs_and_mounts(tmp_path: Path) -> None:
+    (tmp_path / "a.pub").write_text("ssh-ed25519 AAAA a\n")
+    (tmp_path / "b.pub").write_text("ssh-rsa BBBB b\n")
+    task = {"name": "probe", "register": "probe", "scc.nlp_training.node_probe": {
+        "commands": {"echo": {"argv": ["sh", "-c", "echo $X; exit 3"], "env": {"X": "hello"}},
+                     "missing": {"argv": ["/nonexistent/tool"]}},
+        "files": {"a": {"path": str(tmp_path / "a.pub"), "read": True, "checksum": True},
+                  "none": {"path": str(tmp_path / "none")}},
+        "globs": {"keys": {"pattern": [str(tmp_path / "*.pub"), str(tmp_path / "a*")], "read": True}},
+        "mounts": ["/", str(tmp_path)]}}
+    show = {"name": "show", "ansible.builtin.debug": {"var": "probe"}}
+    proc = _play(tmp_path, [task, show], "--check")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    probe = json.loads(proc.stdout)["plays"][0]["tasks"][1]["hosts"]["localhost"]["probe"]
+    assert probe["changed"] is False
+    assert probe["commands"]["echo"] == {"rc": 3, "stdout": "hello", "stderr": "", "stdout_lines": ["hello"]}
+    assert probe["commands"]["missing"]["rc"] == 127
+    assert probe["files"]["a"]["content"] == "ssh-ed25519 AAAA a\n" and len(probe["files"]["a"]["sha256"]) == 64
+    assert probe["files"]["none"]["exists"] is False
+    assert [k["path"] for k in probe["globs"]["keys"]] == [str(tmp_path / "a.pub"), str(tmp_path / "b.pub")]
+    assert probe["mounts"]["/"]["fstype"] and probe["mounts"][str(tmp_path)] is None

@@ -156,7 +156,6 @@ def horovod_check_build(text: str) -> dict[str, Any]:
     return out
 
 
-
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
 FRAMEWORK_NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
 

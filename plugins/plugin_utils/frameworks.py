@@ -65,9 +65,9 @@ def pytorch_problems(node: str, info: Mapping[str, Any], settings: Mapping[str, 
     verify_collective. Import, pinned versions (install method), GPUs seen, the collective backend."""
     gpus = int(settings.get("gpus") or 0)
     if "import_error" in info:
+        python, error = settings.get("python"), info["import_error"]
         return ["%s: `%s -c 'import torch'` failed (%s); run the role with pytorch_method: install, or point "
-                "pytorch_python at the interpreter that has torch" % (node, settings.get("python"),
-                                                                     info["import_error"])]
+                "pytorch_python at the interpreter that has torch" % (node, python, error)]
     out = []
     requirements = list(settings.get("requirements") or [])
     modules = dict(info.get("modules") or {})

@@ -112,7 +112,7 @@ def driver_settings_problems(node: str, settings: Mapping[str, Any]) -> list[str
                      "%s.95.05)" % (method, branch))
     elif version and not version.startswith(branch + "."):
         found.append("gpu_driver_version %s is not on gpu_driver_branch %s (set gpu_driver_branch %s or a %s.x "
-                     "version)" % (version, branch, version.split(".")[0], branch))
+                     "version)" % (version, branch, version.split(".", maxsplit=1)[0], branch))
     if method == "runfile" and not (_text(settings.get("runfile_url"))
                                     and _SHA256.match(_text(settings.get("runfile_checksum")))):
         found.append("gpu_driver_method runfile needs gpu_driver_runfile_url and gpu_driver_runfile_checksum "
@@ -170,7 +170,7 @@ def cuda_problems(node: str, settings: Mapping[str, Any], toolkit: Mapping[str, 
 
 
 def _major(version: str) -> int:
-    head = version.split(".")[0]
+    head = version.split(".", maxsplit=1)[0]
     return int(head) if head.isdigit() else 0
 
 
@@ -192,7 +192,7 @@ def driver_problems(node: str, found: Mapping[str, Any], settings: Mapping[str, 
                    "nvidia-smi -L and dmesg for Xid errors) or gpu_count is wrong" % (node, found.get("count"), count))
     elif not version_matches(version or branch, driver):
         out.append("%s: the driver is %s, the plan wants %s; set gpu_driver_branch %s to adopt it, or install the "
-                   "pinned driver" % (node, driver, version or "branch " + branch, driver.split(".")[0]))
+                   "pinned driver" % (node, driver, version or "branch " + branch, driver.split(".", maxsplit=1)[0]))
     flavour = _text(settings.get("flavour"))
     if flavour != "auto" and found.get("driver_flavour") != flavour:
         out.append("%s: the loaded NVIDIA kernel module is %s, the plan wants %s; set gpu_driver_flavour %s or "

@@ -78,7 +78,7 @@ def orphan_bricks(volume_info: str, known: Sequence[str]) -> list[dict[str, str]
             continue
         brick = line.split(None, 1)[1].strip()
         host = brick.rsplit(":", 1)[0]
-        if host not in known and host.split(".")[0] not in known:
+        if host not in known and host.split(".", maxsplit=1)[0] not in known:
             out.append({"host": host, "brick": brick})
     return out
 
@@ -124,12 +124,14 @@ def storage_check(writer: str, written: Mapping[str, Any], seen: Mapping[str, Ma
         got = _reading(seen.get(host) or {})
         mount = got.get("mount")
         if mountpoint:
+            if mount:
+                said = "%s: %s is mounted (%s %s)" % (host, mountpoint, mount.get("fstype"), mount.get("source"))
+            else:
+                said = ("%s: %s is not a mount point: the shared storage is not mounted on this node. Fix: run "
+                        "playbooks/storage.yml --limit %s (or `mount %s` on the node, from /etc/fstab)"
+                        % (host, mountpoint, host, mountpoint))
             mounted[host] = {"name": "shared_storage_mounted", "status": "pass" if mount else "fail",
-                             "measured": None, "floor": None, "unit": "", "detail": (
-                "%s: %s is mounted (%s %s)" % (host, mountpoint, mount.get("fstype"), mount.get("source"))
-                if mount else "%s: %s is not a mount point: the shared storage is not mounted on this node. Fix: run "
-                "playbooks/storage.yml --limit %s (or `mount %s` on the node, from /etc/fstab)"
-                % (host, mountpoint, host, mountpoint))}
+                             "measured": None, "floor": None, "unit": "", "detail": said}
         if not wrote or (not probe and mount is not None and (not source or mount.get("source") == source)):
             continue
         if mountpoint and mount is None:

@@ -153,8 +153,8 @@ def nccl_transport_check(node: str, conf_path: str, exists: bool, text: str,
     if not exists:
         said = " is missing: run playbooks/gpu_stack.yml (role ib_check)"
     elif rdma:
-        said = " selects RDMA: NCCL_IB_HCA=%s NCCL_IB_GID_INDEX=%s" % (conf["NCCL_IB_HCA"],
-                                                                        conf.get("NCCL_IB_GID_INDEX", "-"))
+        said = " selects RDMA: NCCL_IB_HCA=%s NCCL_IB_GID_INDEX=%s" % (
+            conf["NCCL_IB_HCA"], conf.get("NCCL_IB_GID_INDEX", "-"))
     elif tcp and not has_rdma:
         said = " selects TCP (no RDMA): NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=" + conf["NCCL_SOCKET_IFNAME"]
     elif tcp:

@@ -63,8 +63,8 @@ def test_blocks_are_blockinfiles(tmp_path: Path) -> None:
     # blockinfile's files are unchanged for node_files, and the other way round
     again = [{"name": "ours on theirs", "scc.nlp_training.node_files": {"files": [
         {"path": str(theirs / case), "state": "block", "block": BLOCK, "marker": MARKER} for case in CASES]}}]
-    again += [{"name": "theirs on ours", "ansible.builtin.blockinfile": {"path": str(ours / "other_block"),
-                                                                        "block": BLOCK, "marker": MARKER}}]
+    again += [{"name": "theirs on ours",
+               "ansible.builtin.blockinfile": {"path": str(ours / "other_block"), "block": BLOCK, "marker": MARKER}}]
     assert _changed(_play(tmp_path, again)) == [False, False]
 
 

@@ -63,8 +63,8 @@ def test_nccl_settings_on_roce(rdma_sysfs: Any) -> None:
 
 
 def test_nccl_settings_without_rdma() -> None:
-    assert ib_check.nccl_settings(False, [], SETTINGS, "eth0\n") == {"NCCL_IB_DISABLE": "1",
-                                                                    "NCCL_SOCKET_IFNAME": "eth0"}
+    settings = ib_check.nccl_settings(False, [], SETTINGS, "eth0\n")
+    assert settings == {"NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": "eth0"}
 
 
 def test_devinfo_agreement(rdma_sysfs: Any) -> None:

@@ -43,8 +43,9 @@ def test_floor_entry_of_the_recorded_gpu() -> None:
 
 
 def test_gpu_health_of_the_recorded_h200() -> None:
-    dmesg = {"rc": 0, "stdout": "[ 12.3] NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus.\n"
-                                 "[ 13.0] NVRM: Xid (PCI:0000:18:00): 13, Graphics Exception\n"}
+    log = ("[ 12.3] NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus.\n"
+           "[ 13.0] NVRM: Xid (PCI:0000:18:00): 13, Graphics Exception\n")
+    dmesg = {"rc": 0, "stdout": log}
     health = {m["name"]: m for m in checks.gpu_health(SMI, {"rc": 0}, dmesg, XIDS, len(SMI["gpus"]), True)}
     assert health["gpu_count"]["value"] == len(SMI["gpus"]) == health["gpu_count"]["floor"]
     assert health["xid_faults"]["value"] == 1 and health["xid_faults"]["detail"] == "XIDs 79"

@@ -1,4 +1,5 @@
-"""RDMA traffic monitor: per-port transmit/receive rates from the sysfs counters, on this machine or over ssh.
+"""RDMA traffic monitor: per-port transmit/receive rates from the sysfs counters, on this machine or over ssh (the
+fallback for clusters without Prometheus; sccnlp.monitor.prometheus reads the same rates from Prometheus).
 
 `port_xmit_data` / `port_rcv_data` count 4-byte words (multiplied by 4 here); `port_*_packets` count packets.
 A counter that goes down between samples is either a wrap (of a 32- or 64-bit counter, when the old value was
@@ -22,10 +23,11 @@ from pathlib import Path
 from typing import Any, Optional, TextIO
 
 from sccnlp.errors import SccError
-from sccnlp.monitor import reader
+from sccnlp.inventory import group_hosts, inventory_json, plain
+from sccnlp.node import rdma_reader
 
 DEFAULT_ROOT = "/sys/class/infiniband"
-NO_DEVICES_EXIT = reader.NO_DEVICES_EXIT
+NO_DEVICES_EXIT = rdma_reader.NO_DEVICES_EXIT
 Sample = dict[str, Any]
 
 
@@ -85,13 +87,13 @@ def compute_rates(host: str, before: Sample, after: Sample) -> list[PortRate]:
 
 def local_samples(root: str, interval: float, samples: int) -> Iterator[Sample]:
     """Samples of this machine's counters (samples <= 0: forever)."""
-    ports = reader.list_ports(root)
+    ports = rdma_reader.list_ports(root)
     if not ports:
         raise SccError(no_devices_message(root, "this machine"), exit_code=NO_DEVICES_EXIT)
     seq = 0
     next_at = time.monotonic()
     while samples <= 0 or seq < samples:
-        yield reader.read_sample(root, ports, seq)
+        yield rdma_reader.read_sample(root, ports, seq)
         seq += 1
         next_at += interval
         delay = next_at - time.monotonic()
@@ -137,7 +139,7 @@ class SshTarget:
 
 
 class RemoteReader:
-    """Runs reader.py on one node over plain ssh (the user's config; host keys checked) and queues its samples."""
+    """Runs rdma_reader.py on one node over plain ssh (the user's config; host keys checked) and queues its samples."""
 
     def __init__(self, target: SshTarget, root: str, interval: float, samples: int) -> None:
         self.target = target
@@ -146,7 +148,7 @@ class RemoteReader:
         self.proc = subprocess.Popen(target.command(root, interval, samples), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert self.proc.stdin is not None
-        self.proc.stdin.write(Path(reader.__file__).read_text())
+        self.proc.stdin.write(Path(rdma_reader.__file__).read_text())
         self.proc.stdin.close()
         threading.Thread(target=self._pump, daemon=True).start()
 
@@ -199,13 +201,15 @@ class Printer:
         self.live = not as_json and hasattr(stream, "isatty") and stream.isatty()
         self.last_lines = 0
 
-    def emit(self, rates: list[PortRate]) -> None:
-        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    def emit(self, rates: list[PortRate], stamp: Optional[float] = None) -> None:
+        """One round of rows: the ssh reader's (now) or Prometheus' (at `stamp`, Unix seconds, for history)."""
+        when = datetime.now(timezone.utc) if stamp is None else datetime.fromtimestamp(stamp, timezone.utc)
+        stamp_text = when.isoformat(timespec="seconds")
         if self.as_json:
             for rate in rates:
-                print(json.dumps({"time": stamp, **asdict(rate)}), file=self.stream, flush=True)
+                print(json.dumps({"time": stamp_text, **asdict(rate)}), file=self.stream, flush=True)
             return
-        lines = [f"RDMA traffic at {stamp}", format_table(rates)]
+        lines = [f"RDMA traffic at {stamp_text}", format_table(rates)]
         text = "\n".join(lines)
         if self.live and self.last_lines:
             self.stream.write(f"\x1b[{self.last_lines}F\x1b[J")
@@ -276,10 +280,8 @@ def hosts_from_inventory(inventory: str, group: str = "scc_cluster") -> list[Ssh
     connection reaches them (see target_from_hostvars)."""
     if not Path(inventory).exists():
         raise SccError(f"inventory {inventory} does not exist: pass --inventory PATH or --hosts h1,h2")
-    from sccnlp.commands.discover import inventory_json, plain
-
     data = inventory_json(inventory)
-    names = _group_hosts(data, group, set())
+    names = group_hosts(data, group)
     if not names:
         raise SccError(f"inventory {inventory} has no hosts in group {group!r}: add them, or use --hosts h1,h2")
     hostvars = data.get("_meta", {}).get("hostvars", {})
@@ -344,16 +346,6 @@ def target_from_hostvars(name: str, hostvars: dict[str, Any]) -> SshTarget:
     return SshTarget(name=name, address=get("address") or name, user=get("user"), port=port,
                      key_file=str(Path(key_file).expanduser()) if key_file else None, ssh_args=args, python=python,
                      local=connection.endswith("local"))
-
-
-def _group_hosts(data: dict[str, Any], group: str, seen: set) -> list[str]:
-    if group in seen or group not in data:
-        return []
-    seen.add(group)
-    hosts = list(data[group].get("hosts", []))
-    for child in data[group].get("children", []):
-        hosts += _group_hosts(data, child, seen)
-    return sorted(set(hosts))
 
 
 def hosts_from_list(spec: str) -> list[SshTarget]:

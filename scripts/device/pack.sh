@@ -62,7 +62,7 @@ if [ ! -s .device/corpus.txt.gz ]; then
   chmod 777 "$tmp"
   (cd "$tmp" && apt-get download -q "${docs[@]}" >/dev/null 2>&1) || { echo "pack: apt-get download ${docs[*]} failed" >&2; exit 2; }
   for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$tmp/root"; done
-  .venv/bin/python -m sccnlp.bert.corpus build --from-debian-docs --package python3-doc --root "$tmp/root" \
+  .venv/bin/python -m sccnlp.node.bert.corpus build --from-debian-docs --package python3-doc --root "$tmp/root" \
     --max-mb "${CORPUS_MB:-8}" "$tmp/corpus.txt" >/dev/null
   gzip -9n <"$tmp/corpus.txt" >.device/corpus.txt.gz
   rm -rf "$tmp"

@@ -9,9 +9,9 @@ import pytest
 torch = pytest.importorskip("torch", reason="the precision tests need torch (pip install torch)")
 torchao = pytest.importorskip("torchao", reason="the fp8 tests need torchao (requirements/ci.txt)")
 
-from sccnlp.bert import model as bmodel  # noqa: E402
-from sccnlp.bert.encoder import BertPretrainer, fp8_linear, linear_bf16  # noqa: E402
-from sccnlp.bert.optim import Lamb  # noqa: E402
+from sccnlp.node.bert import model as bmodel  # noqa: E402
+from sccnlp.node.bert.encoder import BertPretrainer, fp8_linear, linear_bf16  # noqa: E402
+from sccnlp.node.bert.optim import Lamb  # noqa: E402
 
 from .test_trainer import run_train  # noqa: E402
 

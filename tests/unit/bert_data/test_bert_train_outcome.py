@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "tool_outputs" / "mpirun"
+
 PLAY = """
 - hosts: localhost
   connection: local
@@ -29,10 +31,11 @@ exit 78
 """
 
 
-def test_storage_failure_is_reported_from_the_node_local_outcome(tmp_path: Path, collections_path: str) -> None:
+def _run_role(tmp_path: Path, collections_path: str, mpirun_script: str) -> tuple[list[str], Path]:
+    """The role's train tasks on localhost with `mpirun_script` standing in for mpirun: the failure messages."""
     run_dir = tmp_path / "shared" / "runs" / "r"
     mpirun = tmp_path / "mpirun"
-    mpirun.write_text(MPIRUN.format(line=STORAGE_LINE.format(run=run_dir)))
+    mpirun.write_text(mpirun_script)
     mpirun.chmod(0o755)
     (tmp_path / "play.yml").write_text(PLAY)
     (tmp_path / "inventory.ini").write_text(f"localhost ansible_python_interpreter={sys.executable}\n")
@@ -53,6 +56,12 @@ def test_storage_failure_is_reported_from_the_node_local_outcome(tmp_path: Path,
     assert got.returncode == 2, got.stdout[-3000:] + got.stderr[-2000:]
     msgs = [r.get("msg", "") for play in json.loads(got.stdout)["plays"] for task in play["tasks"]
             for r in task["hosts"].values() if r.get("failed")]
+    return msgs, run_dir
+
+
+def test_storage_failure_is_reported_from_the_node_local_outcome(tmp_path: Path, collections_path: str) -> None:
+    run_dir = tmp_path / "shared" / "runs" / "r"
+    msgs, run_dir = _run_role(tmp_path, collections_path, MPIRUN.format(line=STORAGE_LINE.format(run=run_dir)))
     assert len(msgs) == 1, msgs
     local_log = next((tmp_path / "local" / "r").glob("train-*.log"))
     assert msgs[0].startswith("BERT training failed (mpirun exit 78) on localhost: "
@@ -62,3 +71,14 @@ def test_storage_failure_is_reported_from_the_node_local_outcome(tmp_path: Path,
     # copies on the shared storage, for whoever reads the run afterwards
     assert (run_dir / "logs" / local_log.name).read_text() == local_log.read_text()
     assert (run_dir / "logs" / local_log.name.replace(".log", ".exit")).read_text().strip() == "78"
+
+
+def test_an_mpirun_launch_failure_leads_with_its_cause(tmp_path: Path, collections_path: str) -> None:
+    """A real recorded mpirun output (a node whose host key the launching node does not know): the message leads with
+    host key verification, not with the end of Open MPI's help text."""
+    recorded = FIXTURES / "hostkey_unknown.txt"
+    msgs, _run_dir = _run_role(tmp_path, collections_path, f"#!/bin/bash\ncat {recorded}\nexit 255\n")
+    assert len(msgs) == 1, msgs
+    assert msgs[0].startswith("BERT training failed (mpirun exit 255) launched from localhost: host key verification "
+                              "failed: no ED25519 host key of node2 is known on the node that launched mpirun. Fix: "
+                              "run the cluster phase on every node"), msgs[0]

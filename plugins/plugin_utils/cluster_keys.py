@@ -21,7 +21,7 @@ def listed_host_keys(members: Iterable[str], hostvars: Mapping[str, Mapping[str,
     out: dict[str, list[str]] = {}
     for name in members:
         node = str(name)
-        host_vars = hostvars[node] if node in hostvars else {}
+        host_vars = hostvars.get(node, {})
         keys = host_vars[READ] if READ in host_vars else recorded.get(node)
         if keys:
             out[node] = sorted(str(k) for k in keys)

@@ -39,7 +39,7 @@ class Probe:
 def parse_probe(text: str) -> Probe:
     """Split the probe's output into its sections (`### probe local|remote NAME`, `### <command>`, XML, `### rc N`)."""
     probe = Probe()
-    current, body = "", []
+    current, body = "", []  # type: str, list[str]
     for line in str(text or "").splitlines():
         if line.startswith("### probe "):
             probe.where = line[len("### probe "):].strip()
@@ -147,10 +147,10 @@ def _repair(volume: str, brick: Brick, admin: str, replica: int, pure_replicate:
               "`gluster peer status` there shows %s in state Peer in Cluster, "
               % (brick.host, brick.path, admin, g, brick.host, brick.host))
     if pure_replicate and replica >= 2:
-        lost = ("if %s was re-imaged (its brick and GlusterFS state are gone): on %s `%s volume remove-brick %s replica "
-                "%d %s force && %s peer detach %s force`, %s`%s volume add-brick %s replica %d %s force && %s volume "
-                "heal %s full`" % (brick.host, admin, g, volume, replica - 1, brick.name, g, brick.host, rejoin, g,
-                                   volume, replica, brick.name, g, volume))
+        lost = ("if %s was re-imaged (its brick and GlusterFS state are gone): on %s `%s volume remove-brick %s "
+                "replica %d %s force && %s peer detach %s force`, %s`%s volume add-brick %s replica %d %s force && %s "
+                "volume heal %s full`" % (brick.host, admin, g, volume, replica - 1, brick.name, g, brick.host, rejoin,
+                                          g, volume, replica, brick.name, g, volume))
     else:
         lost = ("if %s was re-imaged: on %s `%s peer detach %s force`, %s`%s volume reset-brick %s %s %s commit force "
                 "&& %s volume heal %s full`" % (brick.host, admin, g, brick.host, rejoin, g, volume, brick.name,
@@ -166,7 +166,7 @@ def volume_verdict(probe_text: str, volume: str, server: str, hosts: Sequence[st
     (a fault on a brick of one of them is blamed on that node, any other on the node the probe ran on)."""
     probe = parse_probe(probe_text)
     where = probe.node or server
-    fallback = probe.node if probe.node in hosts else (list(hosts)[0] if hosts else where)
+    fallback = probe.node if probe.node in hosts else (next(iter(hosts)) if hosts else where)
 
     def result(problems: list[str], detail: str, blamed: Sequence[str] = ()) -> dict[str, Any]:
         names = list(blamed) or ([fallback] if problems else [])

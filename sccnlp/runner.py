@@ -105,6 +105,11 @@ def _event_printer(stream: TextIO, verbose: bool, inventory: str = "INVENTORY") 
     return on_event
 
 
+# A failure's message in the per-host summary: whole up to this length (the fix comes after the cause, and a
+# message with commands to run is long); the progress lines keep to _one_line's default.
+MESSAGE_LIMIT = 2000
+
+
 def _one_line(text: Any, limit: int = 400) -> str:
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
@@ -429,7 +434,7 @@ def _summarise(result: Any) -> dict[str, HostSummary]:
             host = data.get("host", "?")
             res = data.get("res") or {}
             hosts.setdefault(host, HostSummary()).messages.append(
-                f"{data.get('task', '')}: {_one_line(res.get('msg') or res.get('stderr') or '')}"
+                f"{data.get('task', '')}: {_one_line(res.get('msg') or res.get('stderr') or '', MESSAGE_LIMIT)}"
             )
             if kind == "runner_on_unreachable":
                 hosts[host].unreachable_msg = str(res.get("msg") or "")

@@ -138,23 +138,25 @@ def _heal(heal: Optional[ET.Element]) -> dict[str, dict[str, int]]:
 
 
 def _repair(volume: str, brick: Brick, admin: str, replica: int, pure_replicate: bool) -> str:
-    """The commands that bring `brick` back, run on `admin` (a server whose glusterd is in the pool). `gluster
-    --mode=script` answers the CLI's own questions, so each line runs as it is."""
+    """The commands that bring `brick` back, each written as: on NODE, then the command in backquotes; NODE is `admin`
+    (a server whose glusterd is in the pool) or the brick's node. `gluster --mode=script` answers the CLI's own
+    questions."""
     g = "gluster --mode=script"
-    down = ("if %s is only down or its glusterd stopped: start it (`systemctl start glusterd` on %s), then on %s "
-            "`%s volume start %s force && %s volume heal %s`" % (brick.host, brick.host, admin, g, volume, g, volume))
-    rejoin = ("on %s `systemctl enable --now glusterd && mkdir -p %s`, then on %s `%s peer probe %s`, and once "
-              "`gluster peer status` there shows %s in state Peer in Cluster, "
-              % (brick.host, brick.path, admin, g, brick.host, brick.host))
+    host = brick.host
+    down = ("if %s is only down or its glusterd stopped: on %s `systemctl start glusterd`, then on %s `%s volume start "
+            "%s force && %s volume heal %s`" % (host, host, admin, g, volume, g, volume))
+    rejoin = ("on %s `systemctl enable --now glusterd && mkdir -p %s`, on %s `%s peer probe %s`, and once gluster peer "
+              "status on %s shows %s in state Peer in Cluster, on %s " % (host, brick.path, admin, g, host, admin, host,
+                                                                        admin))
     if pure_replicate and replica >= 2:
         lost = ("if %s was re-imaged (its brick and GlusterFS state are gone): on %s `%s volume remove-brick %s "
                 "replica %d %s force && %s peer detach %s force`, %s`%s volume add-brick %s replica %d %s force && %s "
-                "volume heal %s full`" % (brick.host, admin, g, volume, replica - 1, brick.name, g, brick.host, rejoin,
-                                          g, volume, replica, brick.name, g, volume))
+                "volume heal %s full`" % (host, admin, g, volume, replica - 1, brick.name, g, host, rejoin, g, volume,
+                                          replica, brick.name, g, volume))
     else:
         lost = ("if %s was re-imaged: on %s `%s peer detach %s force`, %s`%s volume reset-brick %s %s %s commit force "
-                "&& %s volume heal %s full`" % (brick.host, admin, g, brick.host, rejoin, g, volume, brick.name,
-                                                brick.name, g, volume))
+                "&& %s volume heal %s full`" % (host, admin, g, host, rejoin, g, volume, brick.name, brick.name, g,
+                                                volume))
     return "Fix: %s; %s" % (down, lost)
 
 

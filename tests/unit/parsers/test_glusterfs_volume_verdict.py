@@ -34,12 +34,12 @@ def test_a_brick_whose_process_stopped(fixture_text):
     out = verdict(fixture_text, "replica3_brick_process_down")
     assert out["problems"] == [
         "GlusterFS volume gv0: brick node2:/bricks/gv0 is missing from `gluster volume status` (its process does not "
-        "run on node2); 4 entries wait to be healed onto it. Fix: if node2 is only down or its glusterd stopped: start "
-        f"it (`systemctl start glusterd` on node2), then on node1 `{G} volume start gv0 force && {G} volume heal gv0`; "
-        "if node2 was re-imaged (its brick and GlusterFS state are gone): on node1 "
+        "run on node2); 4 entries wait to be healed onto it. Fix: if node2 is only down or its glusterd stopped: on "
+        f"node2 `systemctl start glusterd`, then on node1 `{G} volume start gv0 force && {G} volume heal gv0`; if "
+        "node2 was re-imaged (its brick and GlusterFS state are gone): on node1 "
         f"`{G} volume remove-brick gv0 replica 2 node2:/bricks/gv0 force && {G} peer detach node2 force`, on node2 "
-        f"`systemctl enable --now glusterd && mkdir -p /bricks/gv0`, then on node1 `{G} peer probe node2`, and once "
-        "`gluster peer status` there shows node2 in state Peer in Cluster, "
+        f"`systemctl enable --now glusterd && mkdir -p /bricks/gv0`, on node1 `{G} peer probe node2`, and once gluster "
+        "peer status on node1 shows node2 in state Peer in Cluster, on node1 "
         f"`{G} volume add-brick gv0 replica 3 node2:/bricks/gv0 force && {G} volume heal gv0 full`"]
     assert [b["host"] for b in out["blame"]] == ["node2"]
     assert out["blame"][0]["msg"].startswith("node2: GlusterFS volume gv0: brick node2:/bricks/gv0 is missing")
@@ -67,6 +67,7 @@ def test_a_probe_run_on_the_disconnected_node_itself(fixture_text):
     assert out["problems"][0].startswith("GlusterFS volume gv0: brick node3:/bricks/gv0 is missing")
     # the commands run on a server that is in the pool: node1, not node3
     assert f"then on node1 `{G} volume start gv0 force" in out["problems"][0]
+    assert "on node3 `systemctl enable --now glusterd" in out["problems"][0]
     assert [b["host"] for b in out["blame"]] == ["node3"]
 
 

@@ -49,35 +49,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _node_hostvars(inventory: str, node: str) -> dict:
-    from sccnlp.commands.discover import inventory_json, plain
+    from sccnlp.inventory import group_hosts, inventory_json, plain
 
     data = inventory_json(inventory)
     hostvars = plain(data.get("_meta", {}).get("hostvars", {}))
-    group = _group(data)
-    members = _members(data, group, set())
+    group = next((str(v["scc_cluster_group"]) for v in hostvars.values() if v.get("scc_cluster_group")), CLUSTER_GROUP)
+    members = group_hosts(data, group)
     if node not in members:
         known = ", ".join(sorted(members)) or "none"
         raise SccError(f"{node} is not a node of group {group!r} in {inventory} (its nodes: {known}); nothing was "
                        "changed. Fix: give the node's inventory name")
     return dict(hostvars.get(node, {}))
-
-
-def _group(data: dict) -> str:
-    group = CLUSTER_GROUP
-    for values in (data.get("_meta", {}).get("hostvars", {}) or {}).values():
-        group = str(values.get("scc_cluster_group") or group)
-        break
-    return group
-
-
-def _members(data: dict, group: str, seen: set) -> set:
-    if group in seen or group not in data:
-        return set()
-    seen.add(group)
-    hosts = set(data[group].get("hosts", []))
-    for child in data[group].get("children", []):
-        hosts |= _members(data, child, seen)
-    return hosts
 
 
 def trust_new_keys(inventory: str, node: str, wanted: list[str], out: TextIO | None = None) -> None:

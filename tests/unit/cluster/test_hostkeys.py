@@ -115,3 +115,32 @@ def test_replace_the_keys_of_a_reimaged_node_only(tmp_path):
                     f"added 1 key line(s) of 10.63.0.12 to {known}"]
     assert known.read_text().splitlines() == [f"10.63.0.11,node1 {other}", f"10.63.0.12 {new}"]
     assert hostkeys.fingerprints([f"10.63.0.12 {new}"])[0].endswith("(ED25519)")
+
+
+def _inventory(tmp_path: Path) -> str:
+    inv = tmp_path / "hosts.yml"
+    inv.write_text("all:\n  children:\n    scc_cluster:\n      hosts:\n        node1: {ansible_host: 10.63.0.11}\n"
+                   "        node2: {ansible_connection: community.docker.docker}\n")
+    return str(inv)
+
+
+def test_reimaged_refuses_a_node_the_inventory_does_not_have(tmp_path, capsys):
+    from sccnlp import cli
+
+    assert cli.main(["node", "reimaged", "node9", "-i", _inventory(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "node9 is not a node of group 'scc_cluster' in" in err and "(its nodes: node1, node2); nothing was " \
+        "changed. Fix: give the node's inventory name" in err
+    assert cli.main(["node", "reimaged", "node1", "-i", str(tmp_path / "absent.yml")]) == 2
+    assert "does not exist: pass -i with the cluster's inventory" in capsys.readouterr().err
+
+
+def test_a_node_reached_without_ssh_has_no_controller_key(tmp_path):
+    import io
+
+    from sccnlp.commands.node import trust_new_keys
+
+    out = io.StringIO()
+    trust_new_keys(_inventory(tmp_path), "node2", [], out)
+    assert out.getvalue() == ("node2: reached with ansible_connection=community.docker.docker: this controller keeps "
+                              "no SSH host key for it\n")

@@ -121,11 +121,6 @@ def tf_arrays(records: dict[str, np.ndarray], trim_to: int = 0) -> dict[str, Any
     return {k: arrays[k].astype(np.int32) for k in FIELDS}
 
 
-def checkpoint_step(path: Path) -> int:
-    m = TF_CKPT_RE.match(path.name) or re.match(r"^ckpt-(\d+)$", path.name)
-    return int(m.group(1)) if m else -1
-
-
 def latest_checkpoint(output_dir: Path) -> Path | None:
     """The newest complete checkpoint (`ckpt-<step>.index`; its prefix `ckpt-<step>` is what TensorFlow reads)."""
     found = [(int(m.group(1)), f) for f in output_dir.glob("ckpt-*.index") if (m := TF_CKPT_RE.match(f.name))]

@@ -35,7 +35,7 @@ EXIT_LOST_PEER = 75  # a watcher found a peer rank without heartbeat
 EXIT_CLIENT_GONE = 76  # the client lease expired: checkpoint saved, run stopped
 EXIT_COMM_ERROR = 77  # a collective failed: a peer is gone (its connection closed, or the collective timed out)
 EXIT_STORAGE = 78  # a checkpoint could not be written (storage full or failing): every rank stopped
-CKPT_RE = re.compile(r"^ckpt-(\d+)\.pt$")
+CKPT_RE = re.compile(r"^ckpt-(\d+)\.(?:pt|index)$")  # the PyTorch trainer's ckpt-<step>.pt, TensorFlow's .index
 _MPI_LOST_DAEMON = re.compile(r"lost communication with a remote daemon", re.I)
 _MPI_REMOTE = re.compile(r"Remote daemon:\s*\S+\s+on node\s+(\S+)")
 _MPI_NOTICED = re.compile(r"process rank (\d+) with PID \d+ on node (\S+) (exited on signal \d+[^.]*|exited)")
@@ -243,7 +243,7 @@ def comm_error_line(exc: BaseException) -> str:
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
-    found = [(int(m.group(1)), f) for f in run_dir.glob("ckpt-*.pt") if (m := CKPT_RE.match(f.name))]
+    found = [(int(m.group(1)), f) for f in run_dir.glob("ckpt-*") if (m := CKPT_RE.match(f.name))]
     return max(found)[1] if found else None
 
 

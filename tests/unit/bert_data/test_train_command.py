@@ -23,6 +23,7 @@ def test_options_become_role_variables() -> None:
     assert got == {"bert_model": "tiny", "bert_steps": 40, "bert_corpus_source": "path",
                    "bert_corpus_path": "/mnt/cpfs/c.txt", "bert_launch": False, "bert_dupe_factor": 2,
                    "bert_prepare_phases": [1], "bert_lr": 1e-3}
+    assert cmd.extravars(_args("--framework", "tensorflow")) == {"bert_framework": "tensorflow"}
 
 
 def test_url_corpus_needs_its_checksum() -> None:

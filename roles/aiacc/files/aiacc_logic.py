@@ -7,6 +7,7 @@ Functions (each plain, unit-tested in tests/unit/runtime/):
   aiacc_select        backend selection from the request, the source and the import probe
   aiacc_knob_error    a gradient-compression choice the possible backends cannot honour
   aiacc_env           the environment variables (name, value) rendered into the scc env file
+  horovod_support_error  a Horovod build this request may need for a framework release Horovod does not support
   horovod_check_build parse `horovodrun --check-build` output
 """
 
@@ -29,6 +30,13 @@ COMPRESSIONS = {
 PERSEUS_DTYPE = {"fp16": 0, "none": 1, "mixed": 2}
 TRAINER_BACKEND = {"aiacc": "aiacc", "horovod": "horovod", "native": "torch"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# The framework series each Horovod release supports: the oldest it builds with and the newest its CI tested
+# (v0.28.1, 2023-06-12, its last release: docker-compose.test.yml runs TensorFlow 1.15.5 and 2.10.1 to 2.12.0, PyTorch
+# 1.5.0 to 2.0.0). Newer ones do not build or work: PyTorch 2.1+ headers need C++17 and Horovod compiles its PyTorch
+# part as C++14 (horovod/torch/CMakeLists.txt); TensorFlow 2.16+ ships Keras 3, which horovod.tensorflow.keras
+# predates.
+HOROVOD_SUPPORT = {"0.28.1": {"tensorflow": ("1.15", "2.12"), "pytorch": ("1.5", "2.0")}}
+FRAMEWORK_NAMES = {"pytorch": ("PyTorch", "pytorch_version"), "tensorflow": ("TensorFlow", "tensorflow_version")}
 
 
 def aiacc_source(wheel_url: str, wheel_dir: str, conda_archive: str) -> str:
@@ -95,6 +103,42 @@ def aiacc_knob_error(requested: str, fallback: str, compression: str) -> str:
     return ""
 
 
+def _series(version: str) -> tuple[int, ...]:
+    """(major, minor) of a release such as '2.13.0+cpu'; () when it is not one."""
+    match = re.match(r"^(\d+)\.(\d+)", str(version).strip())
+    return (int(match.group(1)), int(match.group(2))) if match else ()
+
+
+def horovod_support_error(requested: str, fallback: str, framework: str, framework_version: str,
+                          horovod_version: str) -> str:
+    """'' unless this request may build Horovod (aiacc_backend horovod, or auto with aiacc_fallback horovod) for a
+    framework release outside what that Horovod supports; then the message, before anything is installed.
+    An empty framework_version (an adopted framework of unknown release) is left to the build's own gate."""
+    if requested == "horovod":
+        setting = "aiacc_backend is horovod"
+    elif requested == "auto" and fallback == "horovod":
+        setting = "aiacc_fallback is horovod (taken when AIACC-Training is absent or does not import)"
+    else:
+        return ""
+    table = HOROVOD_SUPPORT.get(str(horovod_version))
+    if table is None:
+        return (f"aiacc_horovod_version {horovod_version!r} is not one whose framework support this role knows "
+                f"({', '.join(HOROVOD_SUPPORT)}): set aiacc_horovod_version: {next(iter(HOROVOD_SUPPORT))}")
+    if framework not in table or not str(framework_version).strip():
+        return ""
+    supported = " and ".join(f"{FRAMEWORK_NAMES[fw][0]} {lo} to {hi}" for fw, (lo, hi) in sorted(table.items()))
+    low, high = (_series(x) for x in table[framework])
+    series = _series(framework_version)
+    if series and low <= series <= high:
+        return ""
+    name, setting_name = FRAMEWORK_NAMES[framework]
+    return (f"{setting}, which builds Horovod {horovod_version} (its last release, 2023) for {name}; it supports "
+            f"{supported}, and this node's {name} is {framework_version} ({setting_name}): the build would fail or "
+            f"not work. Fix: set aiacc_fallback: native (the framework's own engine: torch.distributed or "
+            f"tf.distribute.MultiWorkerMirroredStrategy) and aiacc_backend: auto, give an AIACC-Training source, or "
+            f"pin {name} {low[0]}.{low[1]} to {high[0]}.{high[1]} with a pip lock that pins it (python36_pip_lock_file)")
+
+
 def _flag(value: Any) -> str:
     return "1" if value in (True, 1, "1", "true", "True", "yes") else "0"
 
@@ -159,6 +203,7 @@ CALLS = {
     "aiacc_select": aiacc_select,
     "aiacc_knob_error": aiacc_knob_error,
     "aiacc_env": aiacc_env,
+    "horovod_support_error": horovod_support_error,
     "horovod_check_build": horovod_check_build,
 }
 

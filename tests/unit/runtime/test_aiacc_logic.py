@@ -159,3 +159,31 @@ def test_command_line_entry_prints_json(aiacc: ModuleType, capsys: pytest.Captur
     assert json.loads(capsys.readouterr().out) == "wheel_dir"
     aiacc.main(["x", json.dumps({"call": "aiacc_env", "args": ["native", {"extra": {"A-B": 1}}]})])
     assert "not a valid environment variable name" in json.loads(capsys.readouterr().out)["error"]
+
+
+@pytest.mark.parametrize(("requested", "fallback", "framework", "version"), [
+    ("horovod", "native", "pytorch", "2.13.0"),
+    ("auto", "horovod", "tensorflow", "2.18.1"),
+    ("horovod", "native", "pytorch", "2.1.0+cpu"),
+    ("horovod", "native", "tensorflow", "2.13.0"),
+])
+def test_horovod_for_a_framework_it_does_not_support_is_refused(aiacc: ModuleType, requested: str, fallback: str,
+                                                               framework: str, version: str) -> None:
+    msg = aiacc.horovod_support_error(requested, fallback, framework, version, "0.28.1")
+    name, setting = {"pytorch": ("PyTorch", "pytorch_version"), "tensorflow": ("TensorFlow", "tensorflow_version")}[
+        framework]
+    assert f"which builds Horovod 0.28.1 (its last release, 2023) for {name}; it supports PyTorch 1.5 to 2.0 and " \
+        f"TensorFlow 1.15 to 2.12, and this node's {name} is {version} ({setting})" in msg
+    assert "Fix: set aiacc_fallback: native" in msg and "give an AIACC-Training source" in msg
+    assert msg.startswith("aiacc_backend is horovod" if requested == "horovod" else "aiacc_fallback is horovod")
+
+
+def test_horovod_within_its_support_or_not_possible_passes(aiacc: ModuleType) -> None:
+    assert aiacc.horovod_support_error("horovod", "native", "pytorch", "2.0.1", "0.28.1") == ""
+    assert aiacc.horovod_support_error("horovod", "native", "tensorflow", "2.12.0", "0.28.1") == ""
+    assert aiacc.horovod_support_error("horovod", "native", "tensorflow", "1.15.5", "0.28.1") == ""
+    assert aiacc.horovod_support_error("horovod", "native", "pytorch", "", "0.28.1") == ""  # adopted: the build gate
+    for requested, fallback in (("auto", "native"), ("native", "horovod"), ("aiacc", "horovod")):
+        assert aiacc.horovod_support_error(requested, fallback, "pytorch", "2.13.0", "0.28.1") == ""
+    assert "aiacc_horovod_version '0.29.0' is not one whose framework support this role knows (0.28.1)" in \
+        aiacc.horovod_support_error("horovod", "native", "pytorch", "2.13.0", "0.29.0")

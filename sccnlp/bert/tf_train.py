@@ -145,12 +145,44 @@ class Trainer:
     """One worker: the strategy (or Horovod API), model, optimizer, data and checkpoints."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        from sccnlp.bert import data as bdata
-        from sccnlp.bert import model as bmodel
         from sccnlp.bert import watchdog
-        from sccnlp.bert.distributed import DEFAULT_PORT, detect_env
 
         self.args = args
+        meta = self._check_args()  # every refusal of the options and the data before any rendezvous
+        self._set_tf_config()  # before TensorFlow starts
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        import tensorflow as tf
+
+        self.tf = tf
+        self._start_engine()  # the strategy or a Horovod API: rank, world, replicas
+        self.guard = watchdog.start_for(args, self.rank, self.world)
+        tf.random.set_seed(args.seed + 1000 * self.rank)  # dropout masks differ between workers
+        self._sizes(meta)
+        self._build_model()
+        self._build_data()
+        self.step = 0
+        self.skipped = 0
+        self.batches_done = 0  # loader batches this worker has taken: the data position of a checkpoint
+        self._window_tokens = self._window_masked = 0
+        self.output_dir = Path(args.output_dir) if args.output_dir else None
+        self.manager: Any = None
+        self._tmp_dir = ""
+        if self.output_dir is not None:
+            self._open_manager()
+        self._maybe_resume()
+        if self.hvd is not None and self.step == 0:
+            self.hvd.broadcast_variables([v.value for v in self.model.variables], root_rank=0)
+        self.loader.load_state_dict({"epoch": 0, "batch_in_epoch": self.batches_done})
+        self._step_fn = self._make_step()
+        self._agree_fn = self._make_agree()
+
+    # ---------------------------------------------------------------------------------------------- builders
+
+    def _check_args(self) -> Any:
+        from sccnlp.bert import data as bdata
+        from sccnlp.bert import model as bmodel
+
+        args = self.args
         defaults = build_parser().parse_args([])
         for name in TORCH_ONLY:
             if getattr(args, name) != getattr(defaults, name):
@@ -162,59 +194,74 @@ class Trainer:
             if getattr(args, name) < 1:
                 raise SccError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
         bmodel.size_name(args.model)
-        meta = bdata.read_meta(args.data_dir)  # checked before any rendezvous
+        meta = bdata.read_meta(args.data_dir)
         if meta.packed:
             raise SccError(f"{args.data_dir} holds packed rows (several pairs a row): the TensorFlow trainer reads "
                            "unpacked shards; prepare the data without --pack")
+        if args.vocab_size and args.vocab_size < meta.vocab_size:
+            raise SccError(f"vocabulary size mismatch: --vocab-size {args.vocab_size} is smaller than the data's "
+                           f"vocab_size {meta.vocab_size} ({args.data_dir}/meta.json): token ids would fall outside "
+                           "the embedding; drop --vocab-size (it then follows meta.json) or prepare the data with "
+                           "the model's vocabulary")
         self._inject = self._parse_inject(args.inject_nonfinite)
+        return meta
 
+    def _set_tf_config(self) -> None:
+        """--backend strategy under a launcher: TF_CONFIG from this process's MPI rank and the hostfile."""
+        from sccnlp.bert.distributed import DEFAULT_PORT, detect_env
+
+        args = self.args
+        if args.backend != "strategy":
+            return
         env = detect_env()
-        self.hvd: Any = None
-        if args.backend == "strategy":
-            if env.local_size > 1:
-                raise SccError(f"{env.local_size} workers on this node: the TensorFlow trainer runs one worker per "
-                               "node (its GPUs are the strategy's replicas); launch with mpirun --map-by ppr:1:node")
-            if env.world_size > 1:
-                if not args.hostfile:
-                    raise SccError("--hostfile is needed with several workers: give the MPI hostfile mpirun used")
-                try:
-                    text = Path(args.hostfile).read_text()
-                except OSError as exc:
-                    raise SccError(f"--hostfile {args.hostfile} cannot be read ({exc.strerror}): give the MPI "
-                                   "hostfile mpirun used") from None
-                port = int(os.environ.get("MASTER_PORT") or DEFAULT_PORT)
-                config = tf_config(text, env.rank, env.world_size, port)
-                problem = placement_problem(hostfile_hosts(text), env.rank, socket.gethostname())
-                if problem:
-                    raise SccError(problem)
-                os.environ["TF_CONFIG"] = json.dumps(config)
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        import tensorflow as tf
+        if env.local_size > 1:
+            raise SccError(f"{env.local_size} workers on this node: the TensorFlow trainer runs one worker per "
+                           "node (its GPUs are the strategy's replicas); launch with mpirun --map-by ppr:1:node")
+        if env.world_size == 1:
+            return
+        if not args.hostfile:
+            raise SccError("--hostfile is needed with several workers: give the MPI hostfile mpirun used")
+        try:
+            text = Path(args.hostfile).read_text()
+        except OSError as exc:
+            raise SccError(f"--hostfile {args.hostfile} cannot be read ({exc.strerror}): give the MPI hostfile "
+                           "mpirun used") from None
+        port = int(os.environ.get("MASTER_PORT") or DEFAULT_PORT)
+        config = tf_config(text, env.rank, env.world_size, port)
+        problem = placement_problem(hostfile_hosts(text), env.rank, socket.gethostname())
+        if problem:
+            raise SccError(problem)
+        os.environ["TF_CONFIG"] = json.dumps(config)
 
-        self.tf = tf
+    def _start_engine(self) -> None:
+        tf = self.tf
         gpus = tf.config.list_physical_devices("GPU")
-        if args.backend == "strategy":
+        self.hvd: Any = None
+        if self.args.backend == "strategy":
             impl = tf.distribute.experimental.CommunicationImplementation
-            options = tf.distribute.experimental.CommunicationOptions(
-                implementation=impl.NCCL if gpus else impl.RING, timeout_seconds=args.collective_timeout)
-            self.strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+            self.reduce_options = tf.distribute.experimental.CommunicationOptions(
+                implementation=impl.NCCL if gpus else impl.RING, timeout_seconds=self.args.collective_timeout)
+            self.strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=self.reduce_options)
             resolver = self.strategy.cluster_resolver
             self.rank = int(resolver.task_id or 0) if resolver is not None and resolver.task_type else 0
             self.world = max(1, len(resolver.cluster_spec().as_dict().get("worker", [])) if resolver else 1)
-            self.reduce_options = options
-        else:
-            self.hvd = self._horovod(args.backend)
+            self.local_replicas = int(self.strategy.num_replicas_in_sync) // self.world
+        else:  # one process per GPU, as Horovod runs
+            self.hvd = self._horovod(self.args.backend)
             if gpus:
                 tf.config.set_visible_devices(gpus[self.hvd.local_rank() % len(gpus)], "GPU")
                 gpus = gpus[:1]
             self.strategy = tf.distribute.get_strategy()
             self.rank, self.world = int(self.hvd.rank()), int(self.hvd.size())
+            self.local_replicas = 1
         self.gpus = len(gpus)
-        self.local_replicas = int(self.strategy.num_replicas_in_sync) if self.hvd is None else 1
-        self.replicas = int(self.strategy.num_replicas_in_sync) * (self.world if self.hvd is not None else 1)
-        self.guard = watchdog.start_for(args, self.rank, self.world)
-        tf.random.set_seed(args.seed + 1000 * self.rank)  # dropout masks differ between workers
+        self.replicas = self.local_replicas * self.world
 
+    def _sizes(self, meta: Any) -> None:
+        from sccnlp.bert import model as bmodel
+        from sccnlp.bert.tf_model import Dims
+
+        args = self.args
         self.accum = args.accum_steps
         if args.global_batch_size:
             per_step = args.batch_size * self.replicas
@@ -225,32 +272,32 @@ class Trainer:
                                "change --batch-size")
             self.accum = args.global_batch_size // per_step
         self.global_batch = args.batch_size * self.replicas * self.accum
-
         self.seq_len, self.max_pred = meta.seq_len, meta.max_pred
-        if args.vocab_size and args.vocab_size < meta.vocab_size:
-            raise SccError(f"vocabulary size mismatch: --vocab-size {args.vocab_size} is smaller than the data's "
-                           f"vocab_size {meta.vocab_size} ({args.data_dir}/meta.json): token ids would fall outside "
-                           "the embedding; drop --vocab-size (it then follows meta.json) or prepare the data with "
-                           "the model's vocabulary")
         self.vocab_size = args.vocab_size or bmodel.pad_vocab(meta.vocab_size)
         self.amp = args.precision == "bf16" or (args.precision == "auto" and self.gpus > 0)
-
-        from sccnlp.bert.tf_model import Dims, build
-        from sccnlp.bert.tf_optim import build_optimizer
-
         self.dims = Dims.for_model(args.model, self.vocab_size, self.seq_len)
         self.flops_per_token = bmodel.flops_per_token(self.dims, self.seq_len)
         self.peak = self._peak_flops()
+
+    def _build_model(self) -> None:
+        """Model and optimizer under the strategy (mirrored variables), and what a checkpoint holds."""
+        from sccnlp.bert import model as bmodel
+        from sccnlp.bert.schedule import warmup_poly
+        from sccnlp.bert.tf_model import build
+        from sccnlp.bert.tf_optim import build_optimizer
+
+        tf, args = self.tf, self.args
         with self.strategy.scope():
             self.model = build(self.dims, args.dropout, args.attn_dropout, "bfloat16" if self.amp else "float32",
                                seed=args.seed)
             self.names = self.model.names()
-            decay_names = {id(v): not bmodel.no_decay(n) for v, n in zip(self.model.trainable_weights, self.names)}
+            decays = {id(v): not bmodel.no_decay(n) for v, n in zip(self.model.trainable_weights, self.names)}
             self.optimizer = build_optimizer(args.optimizer, args.lr, args.weight_decay,
-                                             lambda v: decay_names.get(id(v), True))
+                                             lambda v: decays.get(id(v), True))
             self.optimizer.build(self.model.trainable_weights)
         self.variables = list(self.model.trainable_weights)
-        # Checkpoint bookkeeping, plain variables of each worker (the same values everywhere).
+        self.lr_factor = warmup_poly(args.steps, args.warmup, args.poly_power)
+        # Checkpoint bookkeeping: plain variables of each worker, the same values everywhere.
         self.step_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="step")
         self.batches_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="data_batches")
         self.epoch_batches_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="data_epoch_batches")
@@ -264,33 +311,18 @@ class Trainer:
                                               data_epoch_batches=self.epoch_batches_var, skipped=self.skipped_var,
                                               identity=self.identity_var)
 
-        from sccnlp.bert.schedule import warmup_poly
+    def _build_data(self) -> None:
+        """This worker's slice of the shards (a process's, with a Horovod API), full-length batches."""
+        from sccnlp.bert import data as bdata
 
-        self.lr_factor = warmup_poly(args.steps, args.warmup, args.poly_power)
+        args = self.args
         self.shards = bdata.ShardSet(args.data_dir)
-        data_rank, data_world = (self.rank, self.world)
         self.batches_per_step = self.accum * self.local_replicas  # loader batches this worker takes a step
-        self.loader = bdata.RankLoader(self.shards, data_rank, data_world, args.batch_size, args.seed,
+        self.loader = bdata.RankLoader(self.shards, self.rank, self.world, args.batch_size, args.seed,
                                        pad_multiple=0, convert=tf_arrays)
         if args.log_data_ranges:
             print(f"rank={self.rank} world={self.world} data_range=[{self.loader.start},{self.loader.end}) "
                   f"records={self.loader.end - self.loader.start} total={len(self.shards)}", flush=True)
-
-        self.step = 0
-        self.skipped = 0
-        self.batches_done = 0  # loader batches this worker has taken: the data position of a checkpoint
-        self._window_tokens = self._window_masked = 0
-        self.output_dir = Path(args.output_dir) if args.output_dir else None
-        self.manager: Any = None
-        self._tmp_dir = ""
-        if self.output_dir is not None:
-            self._open_manager()
-        self._maybe_resume()
-        if self.hvd is not None and self.step == 0:
-            self.hvd.broadcast_variables(self.model.variables, root_rank=0)
-        self.loader.load_state_dict({"epoch": 0, "batch_in_epoch": self.batches_done})
-        self._step_fn = self._make_step()
-        self._agree_fn = self._make_agree()
 
     # ---------------------------------------------------------------------------------------------- pieces
 

@@ -60,10 +60,10 @@ def register(subparsers: Any) -> None:
 def extravars(args: argparse.Namespace) -> dict[str, Any]:
     """Command-line options -> role variables."""
     out: dict[str, Any] = {}
-    simple = {"framework": "bert_framework", "model": "bert_model", "phase": "bert_phase", "steps": "bert_steps", "batch_size": "bert_batch_size",
-              "accum_steps": "bert_accum_steps", "lr": "bert_lr", "precision": "bert_precision",
-              "resume": "bert_resume", "run_name": "bert_run_name", "vocab": "bert_vocab_file",
-              "vocab_size": "bert_vocab_size"}
+    simple = {"framework": "bert_framework", "model": "bert_model", "phase": "bert_phase", "steps": "bert_steps",
+              "batch_size": "bert_batch_size", "accum_steps": "bert_accum_steps", "lr": "bert_lr",
+              "precision": "bert_precision", "resume": "bert_resume", "run_name": "bert_run_name",
+              "vocab": "bert_vocab_file", "vocab_size": "bert_vocab_size"}
     for attr, var in simple.items():
         value = getattr(args, attr, None)
         if value is not None:

@@ -136,7 +136,8 @@ def horovod_support_error(requested: str, fallback: str, framework: str, framewo
             f"{supported}, and this node's {name} is {framework_version} ({setting_name}): the build would fail or "
             f"not work. Fix: set aiacc_fallback: native (the framework's own engine: torch.distributed or "
             f"tf.distribute.MultiWorkerMirroredStrategy) and aiacc_backend: auto, give an AIACC-Training source, or "
-            f"pin {name} {low[0]}.{low[1]} to {high[0]}.{high[1]} with a pip lock that pins it (python36_pip_lock_file)")
+            f"pin {name} {low[0]}.{low[1]} to {high[0]}.{high[1]} with a pip lock that pins it "
+            f"(python36_pip_lock_file)")
 
 
 def _flag(value: Any) -> str:

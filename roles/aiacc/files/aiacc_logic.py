@@ -32,10 +32,17 @@ TRAINER_BACKEND = {"aiacc": "aiacc", "horovod": "horovod", "native": "torch"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # The framework series each Horovod release supports: the oldest it builds with and the newest its CI tested
 # (v0.28.1, 2023-06-12, its last release: docker-compose.test.yml runs TensorFlow 1.15.5 and 2.10.1 to 2.12.0, PyTorch
-# 1.5.0 to 2.0.0). Newer ones do not build or work: PyTorch 2.1+ headers need C++17 and Horovod compiles its PyTorch
-# part as C++14 (horovod/torch/CMakeLists.txt); TensorFlow 2.16+ ships Keras 3, which horovod.tensorflow.keras
-# predates.
+# 1.5.0 to 2.0.0), and why a newer release is refused.
 HOROVOD_SUPPORT = {"0.28.1": {"tensorflow": ("1.15", "2.12"), "pytorch": ("1.5", "2.0")}}
+HOROVOD_BEYOND = {
+    # PyTorch 2.1+ headers stop with `#error C++17 or later compatible compiler is required` and Horovod compiles its
+    # PyTorch extension as C++14 (horovod/torch/CMakeLists.txt): the build cannot pass.
+    "pytorch": "PyTorch 2.1 and later need C++17 and Horovod compiles its PyTorch part as C++14: the build fails",
+    # A CPU build against TensorFlow 2.18.1 compiled and passed `horovodrun --check-build` on 2026-12-06 (22 min on
+    # a 2-core machine), but neither an NCCL build nor a pip lock set of Horovod with TensorFlow is verified.
+    "tensorflow": "no Horovod build for it is verified here (no GPU build, no pip lock set of Horovod with "
+                  "TensorFlow)",
+}
 FRAMEWORK_NAMES = {"pytorch": ("PyTorch", "pytorch_version"), "tensorflow": ("TensorFlow", "tensorflow_version")}
 
 
@@ -132,9 +139,10 @@ def horovod_support_error(requested: str, fallback: str, framework: str, framewo
     if series and low <= series <= high:
         return ""
     name, setting_name = FRAMEWORK_NAMES[framework]
+    why = HOROVOD_BEYOND[framework] if series > high else f"older than Horovod {horovod_version} builds with"
     return (f"{setting}, which builds Horovod {horovod_version} (its last release, 2023) for {name}; it supports "
-            f"{supported}, and this node's {name} is {framework_version} ({setting_name}): the build would fail or "
-            f"not work. Fix: set aiacc_fallback: native (the framework's own engine: torch.distributed or "
+            f"{supported}, and this node's {name} is {framework_version} ({setting_name}): {why}. "
+            f"Fix: set aiacc_fallback: native (the framework's own engine: torch.distributed or "
             f"tf.distribute.MultiWorkerMirroredStrategy) and aiacc_backend: auto, give an AIACC-Training source, or "
             f"pin {name} {low[0]}.{low[1]} to {high[0]}.{high[1]} with a pip lock that pins it "
             f"(python36_pip_lock_file)")

@@ -175,6 +175,9 @@ def test_horovod_for_a_framework_it_does_not_support_is_refused(aiacc: ModuleTyp
     assert f"which builds Horovod 0.28.1 (its last release, 2023) for {name}; it supports PyTorch 1.5 to 2.0 and " \
         f"TensorFlow 1.15 to 2.12, and this node's {name} is {version} ({setting})" in msg
     assert "Fix: set aiacc_fallback: native" in msg and "give an AIACC-Training source" in msg
+    assert {"pytorch": "PyTorch 2.1 and later need C++17 and Horovod compiles its PyTorch part as C++14: the build "
+                       "fails",
+            "tensorflow": "no Horovod build for it is verified here"}[framework] in msg
     assert msg.startswith("aiacc_backend is horovod" if requested == "horovod" else "aiacc_fallback is horovod")
 
 
@@ -185,5 +188,7 @@ def test_horovod_within_its_support_or_not_possible_passes(aiacc: ModuleType) ->
     assert aiacc.horovod_support_error("horovod", "native", "pytorch", "", "0.28.1") == ""  # adopted: the build gate
     for requested, fallback in (("auto", "native"), ("native", "horovod"), ("aiacc", "horovod")):
         assert aiacc.horovod_support_error(requested, fallback, "pytorch", "2.13.0", "0.28.1") == ""
+    assert "PyTorch is 1.4.0 (pytorch_version): older than Horovod 0.28.1 builds with" in \
+        aiacc.horovod_support_error("horovod", "native", "pytorch", "1.4.0", "0.28.1")
     assert "aiacc_horovod_version '0.29.0' is not one whose framework support this role knows (0.28.1)" in \
         aiacc.horovod_support_error("horovod", "native", "pytorch", "2.13.0", "0.29.0")

@@ -1,4 +1,4 @@
-"""sccnlp: drives the scc.nlp_training collection and holds its node-side programs.
+"""sccnlp: drives the scc.nlp_training collection; its node-side programs are the subpackage `sccnlp.node`.
 
 The Python API of the controller side (the same runs as the `sccnlp` command, without its printing of a summary):
 
@@ -15,7 +15,8 @@ The Python API of the controller side (the same runs as the `sccnlp` command, wi
 Each returns a ``RunResult`` (``.ok``, ``.rc``, ``.hosts``: per host ok/changed/failed/unreachable and messages) and
 raises ``SccError`` for input refused before anything runs (unknown playbook or tag, missing inventory, bad YAML).
 Options common to all: ``limit``, ``tags``, ``extravars``, ``verbose``, ``stream`` (progress lines; default stdout).
-The controller modules are imported on call: the nodes import this package too (the node wheel, without them).
+The controller modules are imported on call, so the node programs (`sccnlp.node`) import from a checkout without
+them; on the nodes, the sccnlp-node wheel puts a stub of this package in its place.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import importlib
 import os
 from typing import Any
 
-# sccnlp.runner.RunResult; the annotations name it without importing it (the node wheel has no sccnlp.runner).
+# sccnlp.runner.RunResult; the annotations name it without importing it (see the module docstring).
 RunResult = Any
 
 __version__ = "0.3.0"

@@ -1,14 +1,10 @@
-"""Errors the CLI turns into one clear line (never a traceback)."""
+"""Errors the CLI turns into one clear line (never a traceback).
+
+`SccError` is defined in the node package, because the node programs raise it too; this is its public name on the
+controller side (`sccnlp.errors.SccError`)."""
 
 from __future__ import annotations
 
+from sccnlp.node.errors import SccError
 
-class SccError(Exception):
-    """A user-facing error: the message says what is wrong, where, and the fix."""
-
-    exit_code = 2
-
-    def __init__(self, message: str, exit_code: int | None = None) -> None:
-        super().__init__(message)
-        if exit_code is not None:
-            self.exit_code = exit_code
+__all__ = ["SccError"]

@@ -8,10 +8,10 @@ short_description: Builds the node-side wheel (sccnlp-node) on the controller an
 version_added: "0.2.0"
 author: scc.nlp_training contributors (!UNKNOWN)
 description:
-  - Builds C(sccnlp-node), the node-side part of the C(sccnlp) package (data preparation, trainer, validation
-    gates, the metrics reader, the data files), with setuptools through C(pip wheel --no-build-isolation
-    --no-index) of the controller's Python, from the collection's own sources (a checkout or an installed
-    collection alike). The controller-only parts (cli, commands, runner, testbed, report) are not in it.
+  - Builds C(sccnlp-node), the node-side package C(sccnlp/node) (data preparation, trainer, validation gates, the
+    RDMA counter reader) with a stub C(sccnlp/__init__.py) holding the version, with setuptools through
+    C(pip wheel --no-build-isolation --no-index) of the controller's Python, from the collection's own sources (a
+    checkout or an installed collection alike). The controller side of C(sccnlp) is not in it.
   - The build is reproducible (fixed timestamps); the same sources give the same bytes and sha256, and an unchanged
     wheel already in O(dir) is left untouched.
   - Used by the C(_node_programs) role, the one way node programs reach the nodes.

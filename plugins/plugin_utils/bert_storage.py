@@ -6,7 +6,7 @@ Pure functions: the node only reports its free bytes."""
 
 from __future__ import annotations
 
-# hidden size, layers, intermediate size (sccnlp.bert.model.SIZES; the node-side package is not imported here)
+# hidden size, layers, intermediate size (sccnlp.node.bert.model.SIZES; the node-side package is not imported here)
 MODEL_DIMS = {"tiny": (64, 2, 256), "base": (768, 12, 3072), "large": (1024, 24, 4096)}
 BYTES_PER_PARAM = 12  # fp32 weight + two fp32 optimizer moments (LAMB, AdamW)
 CHECKPOINTS_AHEAD = 2  # the next checkpoint is written beside the kept ones, then the oldest goes; one more as margin

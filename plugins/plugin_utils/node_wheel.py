@@ -2,16 +2,17 @@
 # Apache-2.0
 """Build the node-side wheel `sccnlp-node` on the controller: the one way node programs reach the nodes.
 
-The nodes get only what runs there (data preparation and trainer `sccnlp.bert`, validation gates `sccnlp.gates`,
-the heartbeat/metrics reader `sccnlp.monitor.reader`, the error type and the data files); the controller-only
-parts (cli, commands, runner, testbed, report, compat, the rdma monitor) stay behind. The sources are found through
-the import system (the collection's `sccnlp/` folder, or the `sccnlp` package itself), so a checkout and an
-installed collection tarball build the same wheel.
+The wheel is the package `sccnlp/node/` as it is (every file under it: data preparation and trainer
+`sccnlp.node.bert`, validation gates `sccnlp.node.gates`, the RDMA counter reader, the error type), plus a generated
+stub `sccnlp/__init__.py` holding only the version: the controller side of `sccnlp` never reaches the nodes, and
+nothing decides file by file what ships. The sources are found through the import system (the collection's
+`sccnlp/` folder, or the `sccnlp` package itself), so a checkout and an installed collection tarball build the
+same wheel.
 
 The wheel is built by the standard backend (setuptools' `build_meta` through `pip wheel --no-build-isolation
---no-index`, offline, with the setuptools of the controller's Python) from a staging copy of the node-side files
-and a generated pyproject.toml. SOURCE_DATE_EPOCH fixes the timestamps, so the same sources give the same bytes and
-the same sha256: re-delivering an unchanged wheel changes nothing on the nodes."""
+--no-index`, offline, with the setuptools of the controller's Python) from a staging copy of those files and a
+generated pyproject.toml. SOURCE_DATE_EPOCH fixes the timestamps, so the same sources give the same bytes and the
+same sha256: re-delivering an unchanged wheel changes nothing on the nodes."""
 
 from __future__ import annotations
 
@@ -30,17 +31,8 @@ DIST_NAME = "sccnlp-node"
 # The oldest Python of a training venv the runtime roles build (EL8/EL9 python39); a unit test parses every shipped
 # module with this feature_version.
 NODE_PYTHON_FLOOR = (3, 9)
-# Files of the sccnlp package shipped to the nodes (paths relative to the package folder; a folder means its *.py).
-NODE_FILES = (
-    "__init__.py",
-    "errors.py",
-    "py.typed",
-    "bert",
-    "gates",
-    "monitor/__init__.py",
-    "monitor/reader.py",
-    "data",
-)
+# The subpackage of sccnlp that is the node wheel.
+NODE_PACKAGE = "node"
 SETUPTOOLS_FLOOR = (68, 0)
 _EPOCH = "315532800"  # 1980-01-01, the oldest time a zip entry holds
 
@@ -59,27 +51,22 @@ def package_dir() -> Path:
             errors.append("%s: %s" % (package, exc))
             continue
         folder = Path(str(root.joinpath(sub) if sub else root))
-        if (folder / "__init__.py").is_file() and (folder / "gates").is_dir():
+        if (folder / "__init__.py").is_file() and (folder / NODE_PACKAGE / "__init__.py").is_file():
             return folder
-        errors.append("%s: no sccnlp package with gates/ at %s" % (package, folder))
+        errors.append("%s: no sccnlp package with %s/ at %s" % (package, NODE_PACKAGE, folder))
     raise NodeWheelError("the sccnlp sources were not found (%s). Fix: reinstall the scc.nlp_training collection"
                          % "; ".join(errors))
 
 
 def node_sources(pkg: Path) -> list[Path]:
-    """The shipped files, relative to the package folder, sorted."""
-    out: list[Path] = []
-    for entry in NODE_FILES:
-        path = pkg / entry
-        if path.is_dir():
-            pattern = "*.yml" if entry == "data" else "*.py"
-            out.extend(p.relative_to(pkg) for p in path.glob(pattern) if p.is_file())
-        elif path.is_file():
-            out.append(path.relative_to(pkg))
-        else:
-            raise NodeWheelError("%s is missing from the sccnlp sources at %s. Fix: reinstall the collection"
-                                 % (entry, pkg))
-    return sorted(out)
+    """Every file of sccnlp/node (caches aside), relative to the sccnlp package folder, sorted."""
+    return sorted(path.relative_to(pkg) for path in (pkg / NODE_PACKAGE).rglob("*")
+                  if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc")
+
+
+def _stub_init(version: str) -> str:
+    return ('"""Node-side programs of scc.nlp_training (sccnlp.node); the controller side of sccnlp is not '
+            'installed here."""\n\n__version__ = "%s"\n' % version)
 
 
 def package_version(pkg: Path) -> str:
@@ -92,7 +79,14 @@ def package_version(pkg: Path) -> str:
     raise NodeWheelError("%s has no __version__ = \"...\". Fix: restore it" % (pkg / "__init__.py"))
 
 
-def _pyproject(version: str) -> str:
+def _pyproject(version: str, files: list[Path]) -> str:
+    """pyproject.toml of the staging copy: every folder with an __init__.py is a package, every other file its
+    package data."""
+    packages = sorted({".".join(("sccnlp", *rel.parent.parts)) for rel in files if rel.name == "__init__.py"})
+    data: dict[str, list[str]] = {"sccnlp": ["py.typed"]}
+    for rel in files:
+        if rel.suffix != ".py":
+            data.setdefault(".".join(("sccnlp", *rel.parent.parts)), []).append(rel.name)
     floor = "%d.%d" % NODE_PYTHON_FLOOR
     return (
         "[build-system]\n"
@@ -104,11 +98,13 @@ def _pyproject(version: str) -> str:
         "description = \"Node-side programs of scc.nlp_training (data preparation, trainer, validation gates).\"\n"
         "requires-python = \">=%s\"\n\n"
         "[tool.setuptools]\n"
-        "packages = [\"sccnlp\", \"sccnlp.bert\", \"sccnlp.gates\", \"sccnlp.monitor\"]\n"
+        "packages = [%s]\n"
         "include-package-data = false\n\n"
         "[tool.setuptools.package-data]\n"
-        "sccnlp = [\"py.typed\", \"data/*.yml\"]\n"
-    ) % (SETUPTOOLS_FLOOR[0], DIST_NAME, version, floor)
+        "%s"
+    ) % (SETUPTOOLS_FLOOR[0], DIST_NAME, version, floor, ", ".join('"%s"' % p for p in ["sccnlp", *packages]),
+         "".join('"%s" = [%s]\n' % (package, ", ".join('"%s"' % n for n in sorted(names)))
+                 for package, names in sorted(data.items())))
 
 
 def _check_backend(python: str) -> None:
@@ -126,11 +122,8 @@ def _check_backend(python: str) -> None:
 
 
 def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def build(out_dir: str, python: str | None = None) -> dict[str, str]:
@@ -151,7 +144,9 @@ def build(out_dir: str, python: str | None = None) -> dict[str, str]:
             dest = stage / "sccnlp" / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(pkg / rel, dest)
-        (stage / "pyproject.toml").write_text(_pyproject(version), encoding="utf-8")
+        (stage / "sccnlp" / "__init__.py").write_text(_stub_init(version), encoding="utf-8")
+        (stage / "sccnlp" / "py.typed").write_text("", encoding="utf-8")
+        (stage / "pyproject.toml").write_text(_pyproject(version, files), encoding="utf-8")
         wheel_dir = Path(tmp) / "wheel"
         env = dict(os.environ, SOURCE_DATE_EPOCH=_EPOCH, PIP_DISABLE_PIP_VERSION_CHECK="1", PYTHONDONTWRITEBYTECODE="1")
         env.pop("PIP_INDEX_URL", None)

@@ -16,6 +16,7 @@ import yaml
 
 from sccnlp.bundle import debian, manifest, plan, urls, wheels
 from sccnlp.errors import SccError
+from sccnlp.inventory import group_hosts, plain
 
 LOCK_NAME = "pip_lock.yml"
 
@@ -29,23 +30,8 @@ class Result:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def group_hosts(data: Mapping[str, Any], group: str, seen: set[str] | None = None) -> set[str]:
-    """Hosts of a group of `ansible-inventory --list` output, children included."""
-    seen = seen if seen is not None else set()
-    if group in seen:
-        return set()
-    seen.add(group)
-    body = data.get(group) or {}
-    hosts = set(body.get("hosts") or [])
-    for child in body.get("children") or []:
-        hosts |= group_hosts(data, child, seen)
-    return hosts
-
-
 def cluster_hostvars(data: Mapping[str, Any], inventory: str) -> dict[str, dict[str, Any]]:
     """node -> inventory variables of the cluster group (scc_cluster_group, default scc_cluster)."""
-    from sccnlp.commands.discover import plain
-
     hostvars = plain((data.get("_meta") or {}).get("hostvars") or {})
     groups = {str(v.get("scc_cluster_group")) for v in hostvars.values() if v.get("scc_cluster_group")}
     group = groups.pop() if len(groups) == 1 else "scc_cluster"

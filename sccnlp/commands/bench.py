@@ -19,8 +19,8 @@ def register(subparsers: Any) -> None:
     sub = parser.add_subparsers(dest="bench_command", metavar="WHAT")
     sub.required = True
     p = add_command(
-        sub, "bert", "sequences/s and MFU of the BERT trainer (python -m sccnlp.bert.bench) on this node",
-        details="Runs `python -m sccnlp.bert.bench` under `mpirun -np N` (one rank per GPU), the launch path of\n"
+        sub, "bert", "sequences/s and MFU of the BERT trainer (python -m sccnlp.node.bert.bench) on this node",
+        details="Runs `python -m sccnlp.node.bert.bench` under `mpirun -np N` (one rank per GPU), the launch path of\n"
                 "training. Synthetic full-length data unless --data-dir is given.",
         examples=["sccnlp bench bert --model bert-base --np 8",
                   "sccnlp bench bert --matrix --np 8 --json /tmp/bert-matrix.json",
@@ -41,7 +41,7 @@ def register(subparsers: Any) -> None:
 
 
 def command(args: argparse.Namespace, mpirun: str | None) -> list[str]:
-    bench = [args.python, "-m", "sccnlp.bert.bench", "--model", args.model, "--seq-len", str(args.seq_len),
+    bench = [args.python, "-m", "sccnlp.node.bert.bench", "--model", args.model, "--seq-len", str(args.seq_len),
              "--batch-size", str(args.batch_size), "--steps", str(args.steps), "--warmup", str(args.warmup),
              "--json", args.json_path]
     bench += ["--matrix"] if args.matrix else []

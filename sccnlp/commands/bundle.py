@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from sccnlp.bundle import build
-    from sccnlp.commands.discover import inventory_json
+    from sccnlp.inventory import inventory_json
     from sccnlp.paths import collection_root, data_dir
 
     if not Path(args.inventory).exists():

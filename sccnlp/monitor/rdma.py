@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any, Optional, TextIO
 
 from sccnlp.errors import SccError
-from sccnlp.monitor import reader
+from sccnlp.inventory import group_hosts, inventory_json, plain
+from sccnlp.node import rdma_reader
 
 DEFAULT_ROOT = "/sys/class/infiniband"
-NO_DEVICES_EXIT = reader.NO_DEVICES_EXIT
+NO_DEVICES_EXIT = rdma_reader.NO_DEVICES_EXIT
 Sample = dict[str, Any]
 
 
@@ -85,13 +86,13 @@ def compute_rates(host: str, before: Sample, after: Sample) -> list[PortRate]:
 
 def local_samples(root: str, interval: float, samples: int) -> Iterator[Sample]:
     """Samples of this machine's counters (samples <= 0: forever)."""
-    ports = reader.list_ports(root)
+    ports = rdma_reader.list_ports(root)
     if not ports:
         raise SccError(no_devices_message(root, "this machine"), exit_code=NO_DEVICES_EXIT)
     seq = 0
     next_at = time.monotonic()
     while samples <= 0 or seq < samples:
-        yield reader.read_sample(root, ports, seq)
+        yield rdma_reader.read_sample(root, ports, seq)
         seq += 1
         next_at += interval
         delay = next_at - time.monotonic()
@@ -137,7 +138,7 @@ class SshTarget:
 
 
 class RemoteReader:
-    """Runs reader.py on one node over plain ssh (the user's config; host keys checked) and queues its samples."""
+    """Runs rdma_reader.py on one node over plain ssh (the user's config; host keys checked) and queues its samples."""
 
     def __init__(self, target: SshTarget, root: str, interval: float, samples: int) -> None:
         self.target = target
@@ -146,7 +147,7 @@ class RemoteReader:
         self.proc = subprocess.Popen(target.command(root, interval, samples), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert self.proc.stdin is not None
-        self.proc.stdin.write(Path(reader.__file__).read_text())
+        self.proc.stdin.write(Path(rdma_reader.__file__).read_text())
         self.proc.stdin.close()
         threading.Thread(target=self._pump, daemon=True).start()
 
@@ -276,10 +277,8 @@ def hosts_from_inventory(inventory: str, group: str = "scc_cluster") -> list[Ssh
     connection reaches them (see target_from_hostvars)."""
     if not Path(inventory).exists():
         raise SccError(f"inventory {inventory} does not exist: pass --inventory PATH or --hosts h1,h2")
-    from sccnlp.commands.discover import inventory_json, plain
-
     data = inventory_json(inventory)
-    names = _group_hosts(data, group, set())
+    names = group_hosts(data, group)
     if not names:
         raise SccError(f"inventory {inventory} has no hosts in group {group!r}: add them, or use --hosts h1,h2")
     hostvars = data.get("_meta", {}).get("hostvars", {})
@@ -344,16 +343,6 @@ def target_from_hostvars(name: str, hostvars: dict[str, Any]) -> SshTarget:
     return SshTarget(name=name, address=get("address") or name, user=get("user"), port=port,
                      key_file=str(Path(key_file).expanduser()) if key_file else None, ssh_args=args, python=python,
                      local=connection.endswith("local"))
-
-
-def _group_hosts(data: dict[str, Any], group: str, seen: set) -> list[str]:
-    if group in seen or group not in data:
-        return []
-    seen.add(group)
-    hosts = list(data[group].get("hosts", []))
-    for child in data[group].get("children", []):
-        hosts += _group_hosts(data, child, seen)
-    return sorted(set(hosts))
 
 
 def hosts_from_list(spec: str) -> list[SshTarget]:

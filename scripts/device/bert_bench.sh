@@ -6,10 +6,10 @@
 #   VARIANT = label:model:seq_len:batch:steps:warmup[:trainer options[:bench options]], words joined by commas;
 #             @OUT@ stands for the output folder, @U128@/@P128@/@U512@/@P512@ for the prepared (un)packed phases.
 #   e.g. "new128:bert-large:128:256:30:10:" or "old128:bert-large:128:256:30:10:--encoder,hf"
-#   A bench option "--peer,hf-compile" times the peer (sccnlp.bert.peer: plain Hugging Face + torch.compile, what a
+#   A bench option "--peer,hf-compile" times the peer (sccnlp.node.bert.peer: plain Hugging Face + torch.compile, what a
 #   user would pick) instead of the trainer; the summary ends with each figure's ratio to the peer of the same seq.
 # Results: $OUT (or ./bench-out) gets results.tar.gz (one JSON, curve and profile per variant, log.txt) and
-# summary.txt; the summary is printed last. Launch path: `mpirun -np 1 python -m sccnlp.bert.bench ...` when mpirun
+# summary.txt; the summary is printed last. Launch path: `mpirun -np 1 python -m sccnlp.node.bert.bench ...` when mpirun
 # exists (MPIRUN=0 to skip).
 set -uo pipefail
 final="${OUT:-bench-out}"
@@ -37,6 +37,13 @@ elif [ "$#" -eq 0 ] && [ "$group" = real ]; then
          "curve_new:bert-large:128:256:200:1:--data-dir,@U128@:--curve,@OUT@/losses_new.json" \
          "curve_old:bert-large:128:256:200:1:--data-dir,@U128@,--encoder,hf:--curve,@OUT@/losses_old.json"
 fi
+# torchao (the trainer's --precision fp8) from the carried wheels when the image's Python lacks it.
+bench_site=/tmp/scc-bench-site
+if ! python3 -c 'import torchao' 2>/dev/null && ls .whl/torchao-*.whl >/dev/null 2>&1; then
+  [ -f "$bench_site/.done" ] || { python3 -m pip install -q --no-index --no-deps --disable-pip-version-check \
+    --target "$bench_site" .whl/torchao-*.whl && touch "$bench_site/.done"; }
+  PYTHONPATH="$bench_site${PYTHONPATH:+:$PYTHONPATH}"
+fi
 PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$(pwd)"
 export PYTHONPATH PYTHONUNBUFFERED=1
 export TORCHINDUCTOR_CACHE_DIR="${TORCHINDUCTOR_CACHE_DIR:-/tmp/trn-inductor}"
@@ -57,7 +64,7 @@ if [ "$group" = real ]; then
   workers=$(( $(nproc) / 2 ))
   for kind in unpacked packed; do
     flag=; [ "$kind" = packed ] && flag=--pack
-    python3 -m sccnlp.bert.prepare run --corpus "$corpus" --out-root "/tmp/bert-data-$kind" --workers "$workers" \
+    python3 -m sccnlp.node.bert.prepare run --corpus "$corpus" --out-root "/tmp/bert-data-$kind" --workers "$workers" \
       --partitions "$workers" $flag >"$out/prepare_$kind.json" 2>>"$out/log.txt" &
   done
   wait
@@ -78,7 +85,7 @@ for v in "$@"; do
   extra=$(subst "$extra"); bopts=$(subst "${bopts:-}")
   echo "=== $label: $model seq=$seq batch=$batch extra=[$extra] bench=[$bopts] (${left}s left)" | tee -a "$out/log.txt"
   # shellcheck disable=SC2086  # bench options are words
-  timeout -k 10 "$left" "${launch[@]}" python3 -m sccnlp.bert.bench --model "$model" --seq-len "$seq" \
+  timeout -k 10 "$left" "${launch[@]}" python3 -m sccnlp.node.bert.bench --model "$model" --seq-len "$seq" \
     --batch-size "$batch" --steps "$steps" --warmup "$warmup" --label "$label" --json "$out/$label.json" \
     --train-args="$extra" $bopts >"$out/$label.log" 2>&1
   rc=$?
@@ -88,7 +95,7 @@ for v in "$@"; do
   echo "$label: $line" | tee -a "$out/summary.txt"
 done
 ls "$out"/*.json >/dev/null 2>&1 && { echo "----- ratio to the peer (same call)"
-  python3 -m sccnlp.bert.bench --ratios "$out"/*.json; } | tee -a "$out/summary.txt"
+  python3 -m sccnlp.node.bert.bench --ratios "$out"/*.json; } | tee -a "$out/summary.txt"
 for f in "$out"/profile_*.txt; do [ -f "$f" ] && { echo "----- $(basename "$f")"; head -n 24 "$f"; } >>"$out/summary.txt"; done
 tar -C /tmp -czf "$final/results.tar.gz" bert-bench
 cp "$out/summary.txt" "$final/summary.txt"

@@ -3,7 +3,7 @@
 #   1. playbooks/bert.yml on this machine as a one-node cluster (local connection, its GPUs as the hostfile's slots):
 #      the role checks the corpus (.device/corpus.txt.gz, the demo corpus made by scripts/device/pack.sh, by its
 #      sha256, served over http on the loopback), prepares real shards, and trains BERT-large with mpirun like on any cluster;
-#   2. the same settings through the benchmark harness (python -m sccnlp.bert.bench, mpirun -np 1) on the shards the
+#   2. the same settings through the benchmark harness (python -m sccnlp.node.bert.bench, mpirun -np 1) on the shards the
 #      role prepared, in the same call;
 #   3. PASS when the role's run ended well and its seq/s (the median of metrics.jsonl after the first record, which
 #      holds the compilation) is within 5% of the harness's: the launch path costs nothing.
@@ -81,7 +81,7 @@ if [ -n "$DATA" ]; then
   T0=$(date +%s)
   mpirun --allow-run-as-root -np 1 --bind-to none -x PYTHONPATH="$REPO:$PYTHONPATH" -x PYTHONUNBUFFERED \
     -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS -x TORCHINDUCTOR_CACHE_DIR=/tmp/trn-inductor \
-    "$DEVICE_PY" -m sccnlp.bert.bench --model bert-large --seq-len "$SEQ" --batch-size "$BATCH" --steps 30 --warmup 8 \
+    "$DEVICE_PY" -m sccnlp.node.bert.bench --model bert-large --seq-len "$SEQ" --batch-size "$BATCH" --steps 30 --warmup 8 \
     --data-dir "$DATA" --label role-compare --json "$D/bench.json" >"$D/bench.log" 2>&1
   BENCH=$("$DEVICE_PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))[0]["seq_per_s"] if isinstance(json.load(open(sys.argv[1])), list) else json.load(open(sys.argv[1]))["seq_per_s"])' "$D/bench.json" 2>/dev/null)
   log "harness on the same shards: ${BENCH:-no figure} seq/s ($(( $(date +%s) - T0 )) s)"

@@ -4,8 +4,9 @@
 #   bash scripts/device/pack.sh            # then carry .whl and .device (device tool: carry: [".whl", ".device"])
 # Fills (both folders are git-ignored):
 #   .whl/                 ansible-core (requirements/ci.txt's pin) and the dependencies a GPU image with a PyTorch
-#                         venv lacks (resolvelib, cryptography, cffi, pycparser, python-debian), for CPython 3.12 on
-#                         x86-64; DEVICE_PY=3.11 etc. for another node Python
+#                         venv lacks (resolvelib, cryptography, cffi, pycparser, python-debian; torchao for the
+#                         trainer's --precision fp8), for CPython 3.12 on x86-64; DEVICE_PY=3.11 etc. for another
+#                         node Python
 #   .whl/python_apt-*.whl the Python bindings of apt (ansible.builtin.apt needs them) built for that Python from
 #                         Debian's python-apt source package, for GPU images without python3-apt (Ubuntu server
 #                         ships it; the lent machines' image does not): needs pyenv's Python $DEVICE_PY
@@ -20,7 +21,7 @@ cd "$(dirname "$0")/../.."
 PY=${DEVICE_PY:-3.12}
 pin() { grep -iE "^$1==" requirements/ci.txt | head -1; }
 want=("$(pin ansible-core)" "$(pin resolvelib)" "$(pin cryptography)" "$(pin cffi)" "$(pin pycparser)"
-      "python-debian==${PYTHON_DEBIAN_VERSION:-1.0.1}")
+      "$(pin torchao)" "python-debian==${PYTHON_DEBIAN_VERSION:-1.0.1}")
 for w in "${want[@]}"; do [[ $w == *==* ]] || { echo "pack: requirements/ci.txt pins no ${w:-a package} (${want[*]})" >&2; exit 2; }; done
 rm -rf .whl && mkdir -p .whl .device/collections
 .venv/bin/python -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
@@ -61,7 +62,7 @@ if [ ! -s .device/corpus.txt.gz ]; then
   chmod 777 "$tmp"
   (cd "$tmp" && apt-get download -q "${docs[@]}" >/dev/null 2>&1) || { echo "pack: apt-get download ${docs[*]} failed" >&2; exit 2; }
   for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$tmp/root"; done
-  .venv/bin/python -m sccnlp.bert.corpus build --from-debian-docs --package python3-doc --root "$tmp/root" \
+  .venv/bin/python -m sccnlp.node.bert.corpus build --from-debian-docs --package python3-doc --root "$tmp/root" \
     --max-mb "${CORPUS_MB:-8}" "$tmp/corpus.txt" >/dev/null
   gzip -9n <"$tmp/corpus.txt" >.device/corpus.txt.gz
   rm -rf "$tmp"

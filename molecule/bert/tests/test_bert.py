@@ -53,6 +53,6 @@ def test_training_ran_on_both_nodes_loss_fell_and_checkpoints_exist(host) -> Non
 @pytest.mark.parametrize("name", ["brt-node1", "brt-node2"])
 def test_sccnlp_installed_and_fact_recorded(host, name: str) -> None:
     node = host.get_host(f"docker://{name}")
-    assert node.run("/opt/scc/venv/bin/python -c 'import sccnlp.bert.prepare, sccnlp.bert.train'").rc == 0
+    assert node.run("/opt/scc/venv/bin/python -c 'import sccnlp.node.bert.prepare, sccnlp.node.bert.train'").rc == 0
     fact = json.loads(node.file("/etc/ansible/facts.d/scc_bert.fact").content_string)
     assert fact["data_dir"].startswith(DATA_ROOT + "/") and fact["model"] == "tiny"

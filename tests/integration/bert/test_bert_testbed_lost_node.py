@@ -144,7 +144,7 @@ class Client:
 def _trainer_processes(inventory: str) -> dict[str, int]:
     """Training processes per node (the `[s]` keeps pgrep from counting the shell that runs it)."""
     got = subprocess.run([_bin("ansible"), "-i", inventory, "scc_cluster", "-m", "ansible.builtin.shell", "-a",
-                          "pgrep -fc '[s]ccnlp.bert.train' || true"], capture_output=True, text=True,
+                          "pgrep -fc '[s]ccnlp.node.bert.train' || true"], capture_output=True, text=True,
                          env=_env(json_output=True), check=False)
     hosts = json.loads(got.stdout)["plays"][0]["tasks"][0]["hosts"]
     return {h: int(r.get("stdout") or 0) for h, r in hosts.items()}

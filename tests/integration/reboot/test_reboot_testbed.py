@@ -209,10 +209,10 @@ def test_a_node_back_without_its_storage_stops_the_rollout_and_a_rerun_continues
 
 def test_a_training_run_on_a_node_is_refused_unless_forced(testbed_inventory, containers):
     node, c = next(iter(containers.items()))
-    # A process with a training run's command line (the drain finds runs by `sccnlp.bert.train`).
-    in_node(c, "nohup bash -c 'exec -a \"python -m sccnlp.bert.train --run-dir /mnt/x/runs/rb\" sleep 600' "
+    # A process with a training run's command line (the drain finds runs by `sccnlp.node.bert.train`).
+    in_node(c, "nohup bash -c 'exec -a \"python -m sccnlp.node.bert.train --run-dir /mnt/x/runs/rb\" sleep 600' "
                ">/dev/null 2>&1 &")
-    assert in_node(c, "pgrep -f 'sccnlp[.]bert[.]train'", check=False).returncode == 0
+    assert in_node(c, "pgrep -f 'sccnlp[.]node[.]bert[.]train'", check=False).returncode == 0
     try:
         in_node(c, f"touch {MARK}")
         before = boot_stamp(c)
@@ -220,7 +220,7 @@ def test_a_training_run_on_a_node_is_refused_unless_forced(testbed_inventory, co
         assert refused.returncode == 2, refused.stdout[-3000:]
         flat = " ".join(refused.stdout.split())
         assert f"{node}: a training run is using this node (1 process(es):" in flat, flat[-3000:]
-        assert "sccnlp.bert.train --run-dir /mnt/x/runs/rb" in flat
+        assert "sccnlp.node.bert.train --run-dir /mnt/x/runs/rb" in flat
         assert "Fix: wait for the run to end (or stop it), then run the reboot again; or run with " \
                "-e node_reboot_force=true" in flat
         assert boot_stamp(c) == before
@@ -228,7 +228,7 @@ def test_a_training_run_on_a_node_is_refused_unless_forced(testbed_inventory, co
         assert forced.returncode == 0, forced.stdout[-3000:]
         assert task_hosts(forced.stdout, "Stop the training processes (forced)", "changed") == [node]
         assert boot_stamp(c) != before
-        assert in_node(c, "pgrep -f 'sccnlp[.]bert[.]train'", check=False).returncode == 1
+        assert in_node(c, "pgrep -f 'sccnlp[.]node[.]bert[.]train'", check=False).returncode == 1
     finally:
         in_node(c, f"pkill -f 'sccnlp[.]bert[.]train'; rm -f {MARK}", check=False)
 

@@ -37,7 +37,7 @@ def test_delivery_is_verified_and_idempotent(role_play: Any, tmp_path: Path, int
     assert node_wheel.sha256_file(delivered) == node_wheel.sha256_file(built)
     env = {"PYTHONPATH": str(tmp_path / "pylib")} if into == "target" else {}
     probe = subprocess.run([str(venv / "bin" / "python"), "-c",
-                            "import sccnlp.gates.evaluate as m, sccnlp; print(m.__file__); "
+                            "import sccnlp.node.gates.evaluate as m, sccnlp; print(m.__file__); "
                             "import importlib.util as u; print(u.find_spec('sccnlp.cli'))"],
                            capture_output=True, text=True, env=env, cwd=tmp_path, check=True).stdout.split("\n")
     assert probe[0].startswith(str(tmp_path)), probe

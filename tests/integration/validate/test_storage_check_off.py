@@ -1,6 +1,7 @@
 """A cluster without shared storage (a single GPU node): `validate_storage_check: false` reports the shared-storage
 checks as skipped with the reason, never as passed. The validate role's verify phase runs for real on this host
-(connection local, no GPU, no MPI, no venv check), and its fragment, written by sccnlp.gates.evaluate, is read back."""
+(connection local, no GPU, no MPI, no venv check), and its fragment, written by sccnlp.node.gates.evaluate, is read
+back."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sccnlp.bert import corpus as bcorpus
+from sccnlp.node.bert import corpus as bcorpus
 
 PACKAGE = "debian-reference-en"
 

@@ -24,7 +24,7 @@ STORAGE_LINE = ("checkpoint {run}/ckpt-30.pt not written ([Errno 28] No space le
 MPIRUN = """#!/bin/bash
 echo "[1,0]<stdout>:step=30 loss=7.1"
 echo "[1,1]<stderr>:[rank 1] heartbeat not written ([Errno 28] No space left on device)"
-echo "[1,0]<stderr>:sccnlp.bert.train: error: {line}"
+echo "[1,0]<stderr>:sccnlp.node.bert.train: error: {line}"
 exit 78
 """
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sccnlp.bert import corpus as bcorpus
 from sccnlp.errors import SccError
+from sccnlp.node.bert import corpus as bcorpus
 
 
 def test_debian_reference_converts_to_prose(docs_root: Path, tmp_path: Path,

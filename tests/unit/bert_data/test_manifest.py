@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sccnlp.bert import manifest, prepare
+from sccnlp.node.bert import manifest, prepare
 
 ARGS = ["--vocab-size", "2000", "--phases", "1", "--dupe-factor", "1", "--seed", "7"]
 

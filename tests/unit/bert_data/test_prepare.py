@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sccnlp.bert import prepare, vocab
-from sccnlp.bert.data import ShardSet, rank_range
+from sccnlp.node.bert import prepare, vocab
+from sccnlp.node.bert.data import ShardSet, rank_range
 
 ARGS = ["--vocab-size", "2000", "--phases", "1,2", "--dupe-factor", "2", "--seed", "7"]
 
@@ -196,8 +196,8 @@ def test_preparation_is_byte_identical_across_processes(real_corpus: Path, tmp_p
     dirs = []
     for seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        got = subprocess.run([sys.executable, "-m", "sccnlp.bert.prepare", *argv, "--out-root", str(tmp_path / seed)],
-                             capture_output=True, text=True, env=env, check=False)
+        got = subprocess.run([sys.executable, "-m", "sccnlp.node.bert.prepare", *argv,
+                              "--out-root", str(tmp_path / seed)], capture_output=True, text=True, env=env, check=False)
         assert got.returncode == 0, got.stderr
         dirs.append(Path(json.loads(got.stdout.strip().splitlines()[-1])["data_dir"]))
     assert dirs[0].name == dirs[1].name

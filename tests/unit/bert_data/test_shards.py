@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from sccnlp.bert import shards as bshards
+from sccnlp.node.bert import shards as bshards
 
 VOCAB = 60000
 IDS = bshards.SpecialIds(pad=0, cls=2, sep=3, mask=4, first_normal=5, vocab_size=VOCAB)

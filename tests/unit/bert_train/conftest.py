@@ -69,7 +69,7 @@ def shard_dir(tmp_path: Path) -> Path:
 
 # torch's compile workers and gloo leave C++ threads whose destructors sometimes abort the interpreter's teardown
 # ("terminate called without an active exception", exit 134) after every test passed: the trainer itself leaves with
-# os._exit for the same reason (sccnlp/bert/train.py). This process leaves the same way, with pytest's own status,
+# os._exit for the same reason (sccnlp/node/bert/train.py). This process leaves the same way, with pytest's own status,
 # once pytest has printed everything.
 _EXIT_STATUS: list[int] = []
 

@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the trainer tests need torch (pip install torch transformers)")
 pytest.importorskip("transformers", reason="the trainer tests need transformers")
 
-from sccnlp.bert import train, watchdog  # noqa: E402
+from sccnlp.node.bert import train, watchdog  # noqa: E402
 
 from .conftest import write_shards  # noqa: E402
 
@@ -52,7 +52,7 @@ def test_failed_write_stops_keeps_previous_and_removes_partial(
     lines = [x for x in err.splitlines() if x.strip()]
     assert len(lines) == 1 and "Traceback" not in err, err
     line = lines[0]
-    assert line.startswith(f"sccnlp.bert.train: error: checkpoint {out_dir / 'ckpt-6.pt'} not written "
+    assert line.startswith(f"sccnlp.node.bert.train: error: checkpoint {out_dir / 'ckpt-6.pt'} not written "
                            f"([Errno {code}] {os.strerror(code)}); storage {out_dir}: "), line
     assert " GiB free of " in line and "previous checkpoint is kept" in line and "Fix: free space" in line
     assert sorted(p.name for p in out_dir.iterdir() if p.name.startswith((".ckpt", "ckpt"))) == ["ckpt-3.pt"]
@@ -89,7 +89,7 @@ RANK = textwrap.dedent("""
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real(obj, fh, *a, **k)
     torch.save = save
-    from sccnlp.bert import train
+    from sccnlp.node.bert import train
     sys.stdout.flush()
     os._exit(train.main(sys.argv[1:]))
 """)
@@ -115,7 +115,7 @@ def test_two_ranks_both_stop_promptly(tmp_path: Path) -> None:
     assert [p.returncode for p in procs] == [78, 78], [o[1][-2000:] for o in outs]
     assert time.monotonic() - start < 240  # far below the 600 s collective timeout
     assert "ckpt-6.pt not written ([Errno 28] No space left on device)" in outs[0][1], outs[0]
-    assert "sccnlp.bert.train: error" not in outs[1][1]  # one message, from rank 0
+    assert "sccnlp.node.bert.train: error" not in outs[1][1]  # one message, from rank 0
     assert sorted(p.name for p in out_dir.iterdir() if p.name.startswith((".ckpt", "ckpt"))) == ["ckpt-3.pt"]
 
 
@@ -131,7 +131,7 @@ def test_report_names_no_lost_rank_after_storage_stop(tmp_path: Path) -> None:
 def test_lines_leave_in_one_write_under_pythonunbuffered(tmp_path: Path) -> None:
     """mpirun --tag-output tags each chunk: `print` under PYTHONUNBUFFERED wrote text and newline apart, and the
     next rank's tag was glued to the line's end. After whole_line_output() each line is one write."""
-    code = ("import sys\nfrom sccnlp.bert.train import whole_line_output\nwhole_line_output()\n"
+    code = ("import sys\nfrom sccnlp.node.bert.train import whole_line_output\nwhole_line_output()\n"
             "print(sys.stdout.line_buffering, sys.stdout.write_through, 'step=30', 'loss=1.0')\n"
             "print('[rank 1] heartbeat', file=sys.stderr)\n")
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO)}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sccnlp.bert.distributed import DistEnv, detect_env, master_address
-from sccnlp.bert.metrics import format_line, parse_line
 from sccnlp.errors import SccError
+from sccnlp.node.bert.distributed import DistEnv, detect_env, master_address
+from sccnlp.node.bert.metrics import format_line, parse_line
 
 
 @pytest.mark.parametrize(("env", "expected"), [
@@ -52,7 +52,7 @@ def test_metrics_line_round_trip() -> None:
 
 def test_lamb_matches_reference() -> None:
     torch = pytest.importorskip("torch")
-    from sccnlp.bert.optim import Lamb
+    from sccnlp.node.bert.optim import Lamb
 
     torch.manual_seed(0)
     p = torch.nn.Parameter(torch.randn(5, 3))

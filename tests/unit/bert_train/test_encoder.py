@@ -1,4 +1,4 @@
-"""The project's encoder (sccnlp.bert.encoder) against transformers' BertForPreTraining, packed rows against the
+"""The project's encoder (sccnlp.node.bert.encoder) against transformers' BertForPreTraining, packed rows against the
 same pairs unpacked, the demo-like corpus trained with the new encoder against the old path, and the device-side
 skip of LAMB."""
 
@@ -12,11 +12,11 @@ import pytest
 torch = pytest.importorskip("torch", reason="the encoder tests need torch (pip install torch transformers)")
 transformers = pytest.importorskip("transformers", reason="the encoder tests need transformers")
 
-from sccnlp.bert import model as bmodel  # noqa: E402
-from sccnlp.bert import shards as bshards  # noqa: E402
-from sccnlp.bert.data import ShardSet, to_batch  # noqa: E402
-from sccnlp.bert.encoder import BertPretrainer  # noqa: E402
-from sccnlp.bert.optim import Lamb  # noqa: E402
+from sccnlp.node.bert import model as bmodel  # noqa: E402
+from sccnlp.node.bert import shards as bshards  # noqa: E402
+from sccnlp.node.bert.data import ShardSet, to_batch  # noqa: E402
+from sccnlp.node.bert.encoder import BertPretrainer  # noqa: E402
+from sccnlp.node.bert.optim import Lamb  # noqa: E402
 
 from .conftest import write_shards  # noqa: E402
 from .test_trainer import lines, run_train  # noqa: E402

@@ -1,4 +1,5 @@
-"""The benchmark's peer (sccnlp.bert.peer): the plain Hugging Face loop runs and reports, and ratios pair figures."""
+"""The benchmark's peer (sccnlp.node.bert.peer): the plain Hugging Face loop runs and reports, and ratios pair
+figures."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sccnlp.bert import bench, peer
+from sccnlp.node.bert import bench, peer
 
 
 def test_peer_loop_trains_a_tiny_bert_on_cpu() -> None:

@@ -22,9 +22,9 @@ import pytest
 import tensorflow as tf
 import torch
 
-from sccnlp.bert import tf_train, train
-from sccnlp.bert.metrics import parse_line
-from sccnlp.errors import SccError
+from sccnlp.node.bert import tf_train, train
+from sccnlp.node.bert.metrics import parse_line
+from sccnlp.node.errors import SccError
 
 from .conftest import write_shards
 
@@ -92,8 +92,8 @@ def test_same_losses_as_the_pytorch_model(shard_dir: Path, optimizer: str) -> No
 
 
 def test_bf16_compute_matches_fp32_within_bf16_precision(shard_dir: Path) -> None:
-    from sccnlp.bert.data import ShardSet
-    from sccnlp.bert.tf_model import Dims, build
+    from sccnlp.node.bert.data import ShardSet
+    from sccnlp.node.bert.tf_model import Dims, build
 
     batch = tf_train.tf_arrays(ShardSet(shard_dir).take(np.arange(16)))
     dims = Dims.for_model("bert-tiny", 128, 32)
@@ -175,13 +175,15 @@ def _one_line(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     rc = tf_train.main(argv)
     err = capsys.readouterr().err
     assert rc != 0 and "Traceback" not in err
-    assert err.startswith("sccnlp.bert.tf_train: error: ") and err.count("\n") == 1, err
+    assert err.startswith("sccnlp.node.bert.tf_train: error: ") and err.count("\n") == 1, err
     return err
 
 
 def test_bad_input_is_one_line_with_the_fix(shard_dir: Path, tmp_path: Path, capsys, monkeypatch) -> None:
     data = ["--data-dir", str(shard_dir)]
     assert "--compile is a setting of the PyTorch trainer" in _one_line([*BASE, *data, "--compile", "default"], capsys)
+    assert "--precision fp8 is a setting of the PyTorch trainer's own encoder" in \
+        _one_line([*BASE, *data, "--precision", "fp8"], capsys)
     packed = write_shards(tmp_path / "packed")
     meta = json.loads((packed / "meta.json").read_text())
     (packed / "meta.json").write_text(json.dumps({**meta, "packed": True, "max_pairs": 8}))

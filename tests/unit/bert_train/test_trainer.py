@@ -15,8 +15,8 @@ import pytest
 torch = pytest.importorskip("torch", reason="the trainer tests need torch (pip install torch transformers)")
 pytest.importorskip("transformers", reason="the trainer tests need transformers")
 
-from sccnlp.bert import train  # noqa: E402
-from sccnlp.bert.metrics import parse_line  # noqa: E402
+from sccnlp.node.bert import train  # noqa: E402
+from sccnlp.node.bert.metrics import parse_line  # noqa: E402
 
 from .conftest import write_shards  # noqa: E402
 
@@ -110,7 +110,7 @@ def test_two_ranks_read_disjoint_ranges(tmp_path: Path) -> None:
         env = dict(env_base, OMPI_COMM_WORLD_RANK=str(rank), OMPI_COMM_WORLD_SIZE="2",
                    OMPI_COMM_WORLD_LOCAL_RANK=str(rank), OMPI_COMM_WORLD_LOCAL_SIZE="2")
         procs.append(subprocess.Popen(
-            [sys.executable, "-m", "sccnlp.bert.train", *BASE, "--data-dir", str(shard_dir), "--steps", "6",
+            [sys.executable, "-m", "sccnlp.node.bert.train", *BASE, "--data-dir", str(shard_dir), "--steps", "6",
              "--batch-size", "8", "--output-dir", str(tmp_path / "run"), "--log-data-ranges"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outs = [p.communicate(timeout=300) for p in procs]
@@ -133,7 +133,7 @@ def test_two_ranks_read_disjoint_ranges(tmp_path: Path) -> None:
 def one_line_error(rc: int, stderr: str) -> str:
     assert rc == 2, stderr
     err = stderr.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("sccnlp.bert.train: error: "), stderr
+    assert len(err) == 1 and err[0].startswith("sccnlp.node.bert.train: error: "), stderr
     assert "Traceback" not in stderr
     return err[0]
 
@@ -172,7 +172,7 @@ def test_meta_missing_and_bad_shapes(tmp_path: Path, capsys) -> None:
 
 
 def test_cli_subprocess_bad_input_has_no_traceback(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "sccnlp.bert.train", "--data-dir", str(tmp_path / "x")],
+    proc = subprocess.run([sys.executable, "-m", "sccnlp.node.bert.train", "--data-dir", str(tmp_path / "x")],
                           env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True, timeout=120,
                           check=False)
     one_line_error(proc.returncode, proc.stderr)

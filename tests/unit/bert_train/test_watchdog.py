@@ -17,7 +17,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the trainer tests need torch (pip install torch transformers)")
 pytest.importorskip("transformers", reason="the trainer tests need transformers")
 
-from sccnlp.bert import train, watchdog  # noqa: E402
+from sccnlp.node.bert import train, watchdog  # noqa: E402
 
 from .conftest import write_shards  # noqa: E402
 
@@ -136,7 +136,7 @@ def _two_ranks(tmp_path: Path, shard_dir: Path, extra: list[str], port: int) -> 
         env = dict(env_base, OMPI_COMM_WORLD_RANK=str(rank), OMPI_COMM_WORLD_SIZE="2",
                    OMPI_COMM_WORLD_LOCAL_RANK=str(rank), OMPI_COMM_WORLD_LOCAL_SIZE="2")
         procs.append(subprocess.Popen(
-            [sys.executable, "-m", "sccnlp.bert.train", *BASE, "--data-dir", str(shard_dir),
+            [sys.executable, "-m", "sccnlp.node.bert.train", *BASE, "--data-dir", str(shard_dir),
              "--output-dir", str(tmp_path / "run"), "--heartbeat-dir", str(tmp_path / "hb"), *extra],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     return procs

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from sccnlp import cli
-from sccnlp.monitor import rdma, reader
+from sccnlp.monitor import rdma
+from sccnlp.node import rdma_reader as reader
 
 COUNTERS = reader.COUNTERS
 

@@ -1,10 +1,10 @@
-"""sccnlp.gates.checks: one message format naming the node, the metric, the value and the floor."""
+"""sccnlp.node.gates.checks: one message format naming the node, the metric, the value and the floor."""
 
 from __future__ import annotations
 
 import pytest
 
-from sccnlp.gates.checks import failures, fmt, make_check
+from sccnlp.node.gates.checks import failures, fmt, make_check
 
 
 @pytest.mark.parametrize(("value", "text"), [(700.1234, "700.1"), (3.9123, "3.912"), (720.0, "720"), (720, "720"),

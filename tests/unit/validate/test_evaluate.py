@@ -1,10 +1,10 @@
-"""sccnlp.gates.evaluate: a node's inputs -> a fragment that sccnlp.report accepts and merges."""
+"""sccnlp.node.gates.evaluate: a node's inputs -> a fragment that sccnlp.report accepts and merges."""
 
 from __future__ import annotations
 
 import json
 
-from sccnlp.gates.evaluate import build_fragment, main
+from sccnlp.node.gates.evaluate import build_fragment, main
 from sccnlp.report.collect import merge
 from sccnlp.report.model import validate
 

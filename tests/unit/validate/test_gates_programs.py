@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sccnlp.gates import allreduce, gpu
+from sccnlp.node.gates import allreduce, gpu
 
 
 def test_allreduce_sizes_and_bus_factor():

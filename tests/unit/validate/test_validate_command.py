@@ -11,7 +11,7 @@ import pytest
 
 from sccnlp.commands import validate as cmd
 from sccnlp.errors import SccError
-from sccnlp.gates.evaluate import build_fragment
+from sccnlp.node.gates.evaluate import build_fragment
 
 RUN = {"started": "2026-12-02T10:00:00Z", "cluster": "scc_cluster", "inventory": "inv.yml"}
 

@@ -5,7 +5,7 @@ Each partition's record (`<data_dir>/parts/part-<n>.json`) lists, per phase, its
 and mtime. `verify` checks every file of a phase: missing or of another size is bad; a file whose mtime changed is
 hashed again and bad when its sha256 differs; `--full` hashes every file (bit rot without a write). A bad file is
 named with its partition and the fix (delete the partition record and `.complete`: a re-run prepares only that
-partition again). Run: `python -m sccnlp.bert.manifest verify --data-dir <data_dir> --phase 1`.
+partition again). Run: `python -m sccnlp.node.bert.manifest verify --data-dir <data_dir> --phase 1`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sccnlp.errors import SccError
+from sccnlp.node.errors import SccError
 
 CHUNK = 1 << 20
 
@@ -92,7 +92,8 @@ def verify(data_dir: str | os.PathLike[str], phase_dirname: str, phase: int, ful
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sccnlp.bert.manifest", description=__doc__.split("\n", maxsplit=1)[0])
+    p = argparse.ArgumentParser(prog="python -m sccnlp.node.bert.manifest",
+                                description=__doc__.split("\n", maxsplit=1)[0])
     sub = p.add_subparsers(dest="command", required=True)
     v = sub.add_parser("verify", help="check a phase's shard files against the manifest")
     v.add_argument("--data-dir", required=True)
@@ -102,13 +103,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from sccnlp.bert.shards import PHASES
+    from sccnlp.node.bert.shards import PHASES
 
     args = build_parser().parse_args(argv)
     try:
         result = verify(args.data_dir, PHASES[args.phase].dirname, args.phase, args.full)
     except SccError as exc:
-        print(f"sccnlp.bert.manifest: error: {exc}", file=sys.stderr)
+        print(f"sccnlp.node.bert.manifest: error: {exc}", file=sys.stderr)
         return exc.exit_code
     print(json.dumps(result))
     return 0

@@ -1,6 +1,6 @@
 """BERT pretraining model for TensorFlow: one Keras 3 layer holding the PyTorch path's model, weight for weight.
 
-The architecture and sizes are those of `sccnlp.bert.model` (`SIZES`): post-LN encoder, GELU (erf), LayerNorm
+The architecture and sizes are those of `sccnlp.node.bert.model` (`SIZES`): post-LN encoder, GELU (erf), LayerNorm
 eps 1e-12, the MLM head run on the masked positions only with its decoder tied to the word embeddings, NSP on the
 pooled [CLS]. Every weight is named after the `transformers` BertForPreTraining parameter it stands for
 (`bert.encoder.layer.3.attention.self.query.weight`), so a PyTorch state dict loads into it (`load_hf_state`) and a
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from sccnlp.bert.model import SIZES, size_name
+from sccnlp.node.bert.model import SIZES, size_name
 
 LN_EPS = 1e-12
 INIT_STD = 0.02  # transformers' initializer_range
@@ -29,7 +29,7 @@ MASK_VALUE = -1e9  # added to the attention scores of padding keys (fp32)
 
 @dataclass(frozen=True)
 class Dims:
-    """The model's shape; the attribute names are BertConfig's, so sccnlp.bert.model's FLOP counts take it."""
+    """The model's shape; the attribute names are BertConfig's, so sccnlp.node.bert.model's FLOP counts take it."""
 
     hidden_size: int
     num_hidden_layers: int

@@ -1,10 +1,10 @@
-"""The PyTorch path's optimizers (`sccnlp.bert.optim`) as Keras 3 optimizers: the same update, term for term.
+"""The PyTorch path's optimizers (`sccnlp.node.bert.optim`) as Keras 3 optimizers: the same update, term for term.
 
 LAMB: Adam moments with bias correction, update u = m̂ / (sqrt(v̂) + eps) + wd * p and, for weights with decay,
 the trust ratio ||p|| / ||u|| (1 where either norm is 0); AdamW: decoupled decay p *= 1 - lr * wd, then the Adam
 step with eps added to sqrt(v) / sqrt(1 - beta2^t), as torch.optim.AdamW does (Keras' own AdamW adds eps before the
 bias correction, and its LAMB applies weight decay outside the trust ratio: the runs would drift apart).
-Biases and LayerNorm weights get no decay (`sccnlp.bert.model.no_decay`, by the weights' BertForPreTraining names).
+Biases and LayerNorm weights get no decay (`sccnlp.node.bert.model.no_decay`, by the weights' BertForPreTraining names).
 
 A step can be cancelled on the device: `apply_step(grads, variables, keep)` with keep = 0 leaves weights, moments
 and the bias-correction step unchanged (a non-finite gradient), as the PyTorch optimizers honour `found_inf`.
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sccnlp.errors import SccError
+from sccnlp.node.errors import SccError
 
 OPTIMIZERS = ("lamb", "adamw")
 BETAS = (0.9, 0.999)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from sccnlp.errors import SccError
+from sccnlp.node.errors import SccError
 
 FORMAT = "sccnlp-bert-v1"
 FIELDS = {  # name: (dtype, per-record shape: "seq", "pred" or scalar)
@@ -61,7 +61,7 @@ def read_meta(data_dir: str | Path) -> ShardMeta:
     path = Path(data_dir)
     if not path.is_dir():
         raise SccError(f"data directory {path} does not exist: run the data preparation first "
-                       "(`sccnlp train` does it, or `python -m sccnlp.bert.prepare`) or fix --data-dir")
+                       "(`sccnlp train` does it, or `python -m sccnlp.node.bert.prepare`) or fix --data-dir")
     meta_file = path / "meta.json"
     if not meta_file.is_file():
         raise SccError(f"{meta_file} is missing: {path} is not a prepared shard directory (phase1_seq128/ or "

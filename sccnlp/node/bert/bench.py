@@ -1,11 +1,11 @@
-"""BERT pretraining throughput: `python -m sccnlp.bert.bench --model bert-large --seq-len 128 --batch-size 256`.
+"""BERT pretraining throughput: `python -m sccnlp.node.bert.bench --model bert-large --seq-len 128 --batch-size 256`.
 
 Runs the trainer's own step (`Trainer.train_step`, same launch path: alone or under `mpirun -np N`) on synthetic
 full-length batches (or real shards with --data-dir), times `--steps` optimizer steps after `--warmup` steps (the
 first step, which holds torch.compile's work, is reported apart as compile_s), and reports sequences/s (global and
 per GPU), tokens/s, MFU and peak memory. `--matrix` runs BERT-base and BERT-large at seq 128 and 512.
-`--peer hf-compile` times the peer instead (sccnlp.bert.peer: a plain Hugging Face + torch.compile loop, what a user
-would pick), and `--ratios RESULT.json ...` prints each figure's ratio to the peer measured in the same call.
+`--peer hf-compile` times the peer instead (sccnlp.node.bert.peer: a plain Hugging Face + torch.compile loop, what a
+user would pick), and `--ratios RESULT.json ...` prints each figure's ratio to the peer measured in the same call.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sccnlp.bert.model import step_flops
-from sccnlp.errors import SccError
+from sccnlp.node.bert.model import step_flops
+from sccnlp.node.errors import SccError
 
 # (model, seq_len, batch per GPU) for --matrix
 MATRIX = (("bert-base", 128, 256), ("bert-base", 512, 64), ("bert-large", 128, 256), ("bert-large", 512, 64))
@@ -28,7 +28,7 @@ GOALS = {("bert-large", 128): 2050.0, ("bert-large", 512): 480.0}  # seq/s per H
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sccnlp.bert.bench", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m sccnlp.node.bert.bench", description=__doc__.splitlines()[0])
     p.add_argument("--model", default="bert-large")
     p.add_argument("--seq-len", type=int, default=128)
     p.add_argument("--batch-size", type=int, default=256, help="sequences per GPU per step")
@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--curve", dest="curve_path", default="",
                    help="write every timed step's loss here (JSON list), for loss-curve comparisons")
     p.add_argument("--peer", choices=("hf-compile", "hf-eager"), default="",
-                   help="time the peer loop (sccnlp.bert.peer) instead of this trainer; one process, one GPU")
+                   help="time the peer loop (sccnlp.node.bert.peer) instead of this trainer; one process, one GPU")
     p.add_argument("--ratios", nargs="+", metavar="RESULT_JSON", default=[],
                    help="print each trainer figure's ratio to the hf-compile peer of the same model and seq_len")
     p.add_argument("--train-args", default="",
@@ -66,8 +66,8 @@ def bench_one(model: str, seq_len: int, batch: int, steps: int, warmup: int, dat
               extra: str, label: str, profile_path: str = "", curve_path: str = "") -> dict[str, Any]:
     import torch
 
-    from sccnlp.bert.train import Trainer
-    from sccnlp.bert.train import build_parser as train_parser
+    from sccnlp.node.bert.train import Trainer
+    from sccnlp.node.bert.train import build_parser as train_parser
 
     targs = train_parser().parse_args(trainer_argv(model, seq_len, batch, steps + warmup, data_dir, extra))
     trainer = Trainer(targs)
@@ -160,7 +160,7 @@ def human(r: dict[str, Any]) -> str:
 
 
 def run_peer(args: argparse.Namespace) -> int:
-    from sccnlp.bert.peer import bench_peer
+    from sccnlp.node.bert.peer import bench_peer
 
     r = bench_peer(args.peer, args.model, args.seq_len, args.batch_size, args.steps, args.warmup)
     r.update(label=args.label, goal_seq_per_s_gpu=GOALS.get((args.model, args.seq_len)))
@@ -172,14 +172,14 @@ def run_peer(args: argparse.Namespace) -> int:
 
 
 def print_ratios(paths: Sequence[str]) -> int:
-    from sccnlp.bert.peer import ratios
+    from sccnlp.node.bert.peer import ratios
 
     results: list[dict[str, Any]] = []
     for path in paths:
         try:
             results += json.loads(Path(path).read_text())
         except (OSError, ValueError) as exc:
-            print(f"sccnlp.bert.bench: skipping {path}: {exc}", file=sys.stderr)
+            print(f"sccnlp.node.bert.bench: skipping {path}: {exc}", file=sys.stderr)
     lines = ratios(results)
     print("\n".join(lines) if lines else "no trainer figure has a peer figure of the same model and seq_len")
     return 0
@@ -204,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if comm.rank == 0:
                 print(human(r), flush=True)
     except SccError as exc:
-        print(f"sccnlp.bert.bench: error: {exc}", file=sys.stderr, flush=True)
+        print(f"sccnlp.node.bert.bench: error: {exc}", file=sys.stderr, flush=True)
         return exc.exit_code
     finally:
         if comm is not None:

@@ -1,9 +1,9 @@
 """GPU gates: GEMM TFLOP/s, device-to-device copy TB/s, pinned host<->device GB/s, GPU count, per GPU.
 
-``python -m sccnlp.gates.gpu [--device cuda|cpu] [--quick] [--gemm-dtype bfloat16|float16] [--output FILE]``
+``python -m sccnlp.node.gates.gpu [--device cuda|cpu] [--quick] [--gemm-dtype bfloat16|float16] [--output FILE]``
 
 Runs with the training venv's python (torch). Prints (and writes to FILE) JSON with ``facts`` and ``measurements``
-for `sccnlp.gates.evaluate`: each metric once per node, the slowest GPU's value, with every GPU listed in
+for `sccnlp.node.gates.evaluate`: each metric once per node, the slowest GPU's value, with every GPU listed in
 ``detail``. ``--device cpu`` runs the same code on the CPU (for tests of the program logic, not a gate).
 """
 
@@ -143,7 +143,7 @@ def measure(device_kind: str, quick: bool, gemm_dtype: str) -> "dict[str, Any]":
 
 
 def main(argv: "list[str] | None" = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sccnlp.gates.gpu", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m sccnlp.node.gates.gpu", description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--quick", action="store_true", help="small sizes, few iterations (a smoke test)")
     parser.add_argument("--gemm-dtype", choices=sorted(_DTYPE_SHORT), default="bfloat16")

@@ -15,7 +15,10 @@ How it is fast:
 - the last layer computes only the rows the heads read (each pair's [CLS] and the masked positions); keys and values
   still come from every row;
 - packed rows (several NSP pairs per row, `pair_ids` per token): attention stays within a pair through a boolean
-  block-diagonal mask, position ids restart per pair, and MLM/NSP losses are per pair.
+  block-diagonal mask, position ids restart per pair, and MLM/NSP losses are per pair;
+- with `fp8=True` (Hopper/Ada GPUs) the four matrix products of every layer run in float8 through torchao's float8
+  training matmul (dynamic tensorwise scales for inputs, weights and output gradients; e4m3 forward, e5m2
+  gradients); embeddings, attention, LayerNorm, the heads and the fp32 master weights are unchanged.
 """
 
 from __future__ import annotations
@@ -28,6 +31,32 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 LayerFn = Callable[..., Tensor]
+LinearFn = Callable[[Tensor, Tensor, Tensor], Tensor]
+
+
+def linear_bf16(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
+    """x @ w.T + b in x's dtype (the fp32 master weight cast once for this use)."""
+    return F.linear(x, w.to(x.dtype), b.to(x.dtype))
+
+
+def fp8_linear(emulate: bool = False) -> LinearFn:
+    """x @ w.T + b with float8 inputs and weights (torchao's float8 training matmul, tensorwise dynamic scaling;
+    `emulate` runs it with fp32 arithmetic for machines without FP8 tensor cores, such as CPU tests). Raises
+    ImportError when torchao is not installed."""
+    from torchao.float8.config import Float8LinearConfig
+    from torchao.float8.float8_linear import matmul_with_hp_or_float8_args
+    from torchao.float8.float8_training_tensor import LinearMMConfig, ScaledMMConfig
+
+    config = Float8LinearConfig(emulate=emulate)
+    mm_config = LinearMMConfig(*(ScaledMMConfig(emulate, gemm.use_fast_accum, False, config.pad_inner_dim)
+                                 for gemm in (config.gemm_config_output, config.gemm_config_grad_input,
+                                              config.gemm_config_grad_weight)))
+
+    def linear(x: Tensor, w: Tensor, b: Tensor) -> Tensor:
+        out = matmul_with_hp_or_float8_args.apply(x, w.to(x.dtype).t(), mm_config, config)
+        return out + b.to(out.dtype)
+
+    return linear
 
 
 def _ln(x: Tensor, ln: nn.LayerNorm, dtype: torch.dtype) -> Tensor:
@@ -38,15 +67,15 @@ def _ln(x: Tensor, ln: nn.LayerNorm, dtype: torch.dtype) -> Tensor:
 def layer_forward(x: Tensor, rows: Tensor | None, mask: Tensor | None, wq: Tensor, bq: Tensor, wk: Tensor,
                   bk: Tensor, wv: Tensor, bv: Tensor, wo: Tensor, bo: Tensor, ln1_w: Tensor, ln1_b: Tensor,
                   wi: Tensor, bi: Tensor, wo2: Tensor, bo2: Tensor, ln2_w: Tensor, ln2_b: Tensor, heads: int,
-                  eps: float, p_drop: float, p_attn: float, training: bool) -> Tensor:
+                  eps: float, p_drop: float, p_attn: float, training: bool,
+                  linear: LinearFn = linear_bf16) -> Tensor:
     """One post-LN BERT layer. x [B, S, H] (compute dtype); `rows` [B, R] restricts the output (and the queries)
-    to those positions; `mask` [B, 1, S, S] bool (True = may attend) or None."""
+    to those positions; `mask` [B, 1, S, S] bool (True = may attend) or None; `linear` computes the layer's four
+    matrix products (bf16/fp32 by default, `fp8_linear()` for float8)."""
     dtype = x.dtype
     b, s, h = x.shape
     d = h // heads
-    w_qkv = torch.cat([wq, wk, wv]).to(dtype)
-    b_qkv = torch.cat([bq, bk, bv]).to(dtype)
-    qkv = F.linear(x, w_qkv, b_qkv).view(b, s, 3, heads, d)
+    qkv = linear(x, torch.cat([wq, wk, wv]), torch.cat([bq, bk, bv])).view(b, s, 3, heads, d)
     q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # views [B, heads, S, d]
     resid = x
     if rows is not None:
@@ -57,10 +86,10 @@ def layer_forward(x: Tensor, rows: Tensor | None, mask: Tensor | None, wq: Tenso
             mask = mask.gather(2, rows[:, None, :, None].expand(-1, 1, -1, s))
     ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p_attn if training else 0.0)
     ctx = ctx.transpose(1, 2).reshape(b, -1, h)
-    attn = F.dropout(F.linear(ctx, wo.to(dtype), bo.to(dtype)), p_drop, training)
+    attn = F.dropout(linear(ctx, wo, bo), p_drop, training)
     y = F.layer_norm((attn + resid).to(ln1_w.dtype), (h,), ln1_w, ln1_b, eps).to(dtype)
-    inter = F.gelu(F.linear(y, wi.to(dtype), bi.to(dtype)))
-    out = F.dropout(F.linear(inter, wo2.to(dtype), bo2.to(dtype)), p_drop, training)
+    inter = F.gelu(linear(y, wi, bi))
+    out = F.dropout(linear(inter, wo2, bo2), p_drop, training)
     return F.layer_norm((out + y).to(ln2_w.dtype), (h,), ln2_w, ln2_b, eps).to(dtype)
 
 
@@ -161,9 +190,11 @@ class BertPretrainer(nn.Module):
     """BERT + MLM/NSP heads. `forward` takes a batch of (packed or unpacked) rows and returns (loss, mlm, nsp), or
     with `reduce=False` the per-prediction MLM losses [B, P] and per-pair NSP losses [B, K] (0 where unused)."""
 
-    def __init__(self, cfg: Any, compute_dtype: torch.dtype = torch.float32, compile_mode: str = "none") -> None:
+    def __init__(self, cfg: Any, compute_dtype: torch.dtype = torch.float32, compile_mode: str = "none",
+                 linear: LinearFn = linear_bf16) -> None:
         super().__init__()
         self.config = cfg
+        self.linear = linear
         self.bert = _Bert(cfg)
         self.cls = _Heads(cfg, self.bert.embeddings.word_embeddings)
         self.compute_dtype = compute_dtype
@@ -237,7 +268,7 @@ class BertPretrainer(nn.Module):
         mask = None if pair_ids is None else (pair_ids[:, None, :, None] == pair_ids[:, None, None, :])
         x = self._embed(input_ids, token_type_ids, position_ids)
         layers: list[Layer] = list(self.bert.encoder.layer)  # type: ignore[arg-type]
-        common = (self.heads, self.eps, self.p_drop, self.p_attn, self.training)
+        common = (self.heads, self.eps, self.p_drop, self.p_attn, self.training, self.linear)
         for layer in layers[:-1]:
             x = self.layer_fn(x, None, mask, *layer.tensors(), *common)
         k = pair_starts.size(1)

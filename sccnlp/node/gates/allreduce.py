@@ -1,12 +1,12 @@
 """torch.distributed all_reduce bus bandwidth on one node: the fallback when nccl-tests is not built.
 
-``python -m sccnlp.gates.allreduce [--nproc N] [--device cuda|cpu] [--min-bytes B] [--max-bytes B] [--output F]``
+``python -m sccnlp.node.gates.allreduce [--nproc N] [--device cuda|cpu] [--min-bytes B] [--max-bytes B] [--output F]``
 
 Spawns N processes (default: every visible GPU), one GPU each, backend NCCL (gloo with ``--device cpu``, for tests
 of the program logic), and times ``all_reduce`` of float32 buffers from min to max bytes (doubling). Bus bandwidth
 follows nccl-tests: algbw = bytes / time, busbw = algbw x 2(n-1)/n. Output (JSON): ``curves.nccl_all_reduce``
 [{size, algbw, busbw}] in GB/s and one measurement ``nccl_all_reduce_busbw_gbps`` (best busbw at sizes >=
-``--floor-min-bytes``) for `sccnlp.gates.evaluate`.
+``--floor-min-bytes``) for `sccnlp.node.gates.evaluate`.
 """
 
 import argparse
@@ -109,7 +109,7 @@ def run(nproc: int, device_kind: str, min_bytes: int, max_bytes: int, iters: int
 
 
 def main(argv: "list[str] | None" = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sccnlp.gates.allreduce", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m sccnlp.node.gates.allreduce", description=__doc__.splitlines()[0])
     parser.add_argument("--nproc", type=int, default=0, help="ranks (default: every visible GPU)")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--min-bytes", type=int, default=1 << 20)

@@ -12,7 +12,7 @@ Rank 0 also watches the client lease, a file the `sccnlp train` client rewrites 
 has not changed for `lease_timeout` seconds the client is gone (killed, its machine down), and the run saves a
 checkpoint and stops instead of running on unseen.
 
-After mpirun returns, `python -m sccnlp.bert.watchdog report` reads the heartbeats and mpirun's log and prints one
+After mpirun returns, `python -m sccnlp.node.bert.watchdog report` reads the heartbeats and mpirun's log and prints one
 `lost:` line naming the rank and node that stopped first, and the checkpoint a re-run resumes from.
 """
 
@@ -194,7 +194,7 @@ class Heartbeat:
         return self.stop_reason
 
     def _exit_lost(self, msg: str) -> None:
-        print(f"sccnlp.bert.train: error: {msg}; stopping the run (re-run the same command to resume from the "
+        print(f"sccnlp.node.bert.train: error: {msg}; stopping the run (re-run the same command to resume from the "
               "last checkpoint)", file=sys.stderr, flush=True)
         os._exit(EXIT_LOST_PEER)
 
@@ -335,7 +335,8 @@ def report_line(result: dict[str, Any]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sccnlp.bert.watchdog", description=__doc__.split("\n", maxsplit=1)[0])
+    p = argparse.ArgumentParser(prog="python -m sccnlp.node.bert.watchdog",
+                                description=__doc__.split("\n", maxsplit=1)[0])
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("report", help="after mpirun: name the rank and node that stopped first")
     r.add_argument("--heartbeat-dir", required=True)

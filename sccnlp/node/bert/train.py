@@ -1,6 +1,6 @@
-"""BERT pretraining trainer: `python -m sccnlp.bert.train --data-dir ... --output-dir ...`, alone or under mpirun.
+"""BERT pretraining trainer: `python -m sccnlp.node.bert.train --data-dir ... --output-dir ...`, alone or under mpirun.
 
-One process per GPU (rank/size from the launcher's environment, see `sccnlp.bert.distributed`), torch.distributed
+One process per GPU (rank/size from the launcher's environment, see `sccnlp.node.bert.distributed`), torch.distributed
 (NCCL on GPUs, gloo on CPU) or a Horovod API (Horovod, AIACC), bf16 autocast on GPU, LAMB or fused AdamW, gradient
 accumulation, warmup + poly decay, gradient clipping, NaN/Inf detection that names the parameter, atomic checkpoints
 on shared storage with `--resume auto`, metrics as JSON lines and one stable human line per log interval.
@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sccnlp.bert.metrics import format_line
-from sccnlp.errors import SccError
+from sccnlp.node.bert.metrics import format_line
+from sccnlp.node.errors import SccError
 
 ENV_KNOB_PREFIXES = ("NCCL_", "PERSEUS_", "HOROVOD_", "OMPI_MCA_", "UCX_")
 CKPT_RE = re.compile(r"^ckpt-(\d+)\.pt$")
@@ -33,13 +33,13 @@ class NonFiniteGradient(SccError):
 
 
 class ClientGone(SccError):
-    exit_code = 76  # sccnlp.bert.watchdog.EXIT_CLIENT_GONE
+    exit_code = 76  # sccnlp.node.bert.watchdog.EXIT_CLIENT_GONE
 
 
 class CheckpointWriteFailed(SccError):
     """Rank 0 could not write a checkpoint; every rank stops with it, and only rank 0 prints it (one message)."""
 
-    exit_code = 78  # sccnlp.bert.watchdog.EXIT_STORAGE
+    exit_code = 78  # sccnlp.node.bert.watchdog.EXIT_STORAGE
 
     def __init__(self, message: str, echo: bool = True) -> None:
         super().__init__(message)
@@ -50,7 +50,7 @@ CHECKPOINT, STOP = 1, 2  # Trainer.agree_on_action()
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sccnlp.bert.train", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m sccnlp.node.bert.train", description=__doc__.splitlines()[0])
     p.add_argument("--data-dir", help="prepared phase directory (…/phase1_seq128) holding meta.json and shards")
     p.add_argument("--synthetic", action="store_true", help="random full-length data of the same shapes (benchmarks)")
     p.add_argument("--seq-len", type=int, default=128, help="with --synthetic (real data: from meta.json)")
@@ -76,12 +76,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-grad-norm", type=float, default=1.0, help="0 = no clipping")
     p.add_argument("--nan-policy", default="stop", choices=("stop", "skip"))
     p.add_argument("--backend", default="torch", choices=("torch", "horovod", "aiacc"))
-    p.add_argument("--precision", default="auto", choices=("auto", "bf16", "fp32"),
-                   help="auto = bf16 autocast on GPU, fp32 on CPU")
+    p.add_argument("--precision", default="auto", choices=("auto", "bf16", "fp8", "fp32"),
+                   help="auto = bf16 on GPU, fp32 on CPU; fp8 = bf16 with the layers' matrix products in float8 "
+                        "(torchao; GPUs with FP8 tensor cores: Ada, Hopper or newer)")
     p.add_argument("--compile", default="auto", choices=("auto", "none", "default", "max-autotune-no-cudagraphs"),
                    help="torch.compile mode (auto = default on GPU, none on CPU)")
+    p.add_argument("--no-compile-optimizer", action="store_true",
+                   help="keep the LAMB update eager when the model is compiled (for comparisons)")
     p.add_argument("--encoder", default="own", choices=("own", "hf"),
-                   help="own = the project's fused encoder (sccnlp.bert.encoder, bf16 over fp32 master weights); "
+                   help="own = the project's fused encoder (sccnlp.node.bert.encoder, bf16 over fp32 master weights); "
                         "hf = transformers' BertForPreTraining modules under autocast (the old path)")
     p.add_argument("--attn", default="sdpa", choices=("sdpa", "eager"), help="attention of --encoder hf")
     p.add_argument("--full-head", action="store_true",
@@ -102,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--collective-timeout", type=float, default=300.0,
                    help="seconds a collective may wait for a peer before it fails (gloo/NCCL process group timeout)")
     p.add_argument("--heartbeat-dir", default="",
-                   help="shared directory for this launch's heartbeats (sccnlp.bert.watchdog); empty = no watchdog")
+                   help="shared directory for this launch's heartbeats (sccnlp.node.bert.watchdog); "
+                        "empty = no watchdog")
     p.add_argument("--heartbeat-timeout", type=float, default=30.0,
                    help="seconds without a peer's heartbeat before the run stops naming that rank")
     p.add_argument("--client-lease", default="", help="file the launching client rewrites while it follows the run")
@@ -117,16 +121,34 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def peak_flops(device: Any, override_tflops: float = 0.0) -> float:
-    """Dense bf16 peak per GPU from its name (sccnlp.bert.metrics); 0 when unknown or on CPU."""
+    """Dense bf16 peak per GPU from its name (sccnlp.node.bert.metrics); 0 when unknown or on CPU."""
     if override_tflops:
         return override_tflops * 1e12
     if device.type != "cuda":
         return 0.0
     import torch
 
-    from sccnlp.bert.metrics import peak_flops_for
+    from sccnlp.node.bert.metrics import peak_flops_for
 
     return peak_flops_for(torch.cuda.get_device_name(device))
+
+
+def fp8_problem_here(device: Any) -> str:
+    """sccnlp.node.bert.model.fp8_problem for this rank's device and venv."""
+    from sccnlp.node.bert.model import fp8_problem
+
+    name, capability = "", None
+    if device.type == "cuda":
+        import torch
+
+        name, capability = torch.cuda.get_device_name(device), torch.cuda.get_device_capability(device)
+    try:
+        import torchao.float8  # noqa: F401
+    except ImportError as exc:
+        missing = str(exc)
+    else:
+        missing = ""
+    return fp8_problem(device.type, name, capability, missing)
 
 
 def storage_error_line(path: Path, exc: OSError) -> str:
@@ -162,11 +184,11 @@ class Trainer:
     def __init__(self, args: argparse.Namespace) -> None:
         import torch
 
-        from sccnlp.bert import data as bdata
-        from sccnlp.bert import model as bmodel
-        from sccnlp.bert import watchdog
-        from sccnlp.bert.distributed import Comm
-        from sccnlp.bert.optim import build_optimizer, build_scheduler
+        from sccnlp.node.bert import data as bdata
+        from sccnlp.node.bert import model as bmodel
+        from sccnlp.node.bert import watchdog
+        from sccnlp.node.bert.distributed import Comm
+        from sccnlp.node.bert.optim import build_optimizer, build_scheduler
 
         self.args = args
         self.torch = torch
@@ -214,7 +236,12 @@ class Trainer:
         random.seed(seed)
         torch.manual_seed(seed)
 
-        self.amp = args.precision == "bf16" or (args.precision == "auto" and self.is_cuda)
+        self.fp8 = args.precision == "fp8"
+        if self.fp8:
+            problem = fp8_problem_here(self.device)
+            if problem:
+                raise SccError(problem)
+        self.amp = args.precision in ("bf16", "fp8") or (args.precision == "auto" and self.is_cuda)
         if self.amp and not self.is_cuda:
             raise SccError("--precision bf16 needs a GPU; this rank has none (use --precision fp32 or auto)")
         if self.is_cuda:
@@ -224,6 +251,8 @@ class Trainer:
         # model
         self.packed = bool(meta is not None and meta.packed)
         self.own = args.encoder == "own"
+        if self.fp8 and not self.own:
+            raise SccError("--precision fp8 is a setting of the project's encoder: drop --encoder hf")
         if self.packed and not self.own:
             raise SccError(f"{args.data_dir} holds packed rows (several pairs a row): they need --encoder own "
                            "(the default); --encoder hf reads unpacked shards only")
@@ -240,10 +269,10 @@ class Trainer:
         torch.manual_seed(args.seed)  # identical initial weights on every rank
         with torch.device(self.device):  # initialise on the GPU: seconds instead of a minute for BERT-large
             if self.own:
-                from sccnlp.bert.encoder import BertPretrainer
+                from sccnlp.node.bert.encoder import BertPretrainer, fp8_linear, linear_bf16
 
                 self.model = BertPretrainer(self.config, torch.bfloat16 if self.amp else torch.float32,
-                                            compile_mode=mode)
+                                            compile_mode=mode, linear=fp8_linear() if self.fp8 else linear_bf16)
             else:
                 self.model = bmodel.build_model(self.config, full_head=args.full_head)
         torch.manual_seed(seed)
@@ -266,7 +295,8 @@ class Trainer:
 
         # A torch Optimizer, or Horovod's DistributedOptimizer around it (synchronize(), skip_synchronize()).
         self.optimizer: Any = build_optimizer(args.optimizer, self.model, args.lr, args.weight_decay,
-                                              self.device)
+                                              self.device, compiled=(mode != "none" and self.is_cuda
+                                                                     and not args.no_compile_optimizer))
         if self.comm.hvd is not None:
             hvd = self.comm.hvd
             self.optimizer = hvd.DistributedOptimizer(self.optimizer, named_parameters=self.model.named_parameters(),
@@ -370,7 +400,7 @@ class Trainer:
         recorded on the device (which step, which parameters) and the optimizer skips the step there
         (`found_inf`); `check_nonfinite()` reads the record every log interval. Returns (loss, mlm, nsp) device
         tensors and True (whether the step was applied is known only at the next check)."""
-        from sccnlp.bert.optim import clip_by_norm, grad_norms
+        from sccnlp.node.bert.optim import clip_by_norm, grad_norms
 
         torch = self.torch
         losses = [self._micro_step(b, sync=(i == len(batches) - 1)) for i, b in enumerate(batches)]
@@ -536,7 +566,7 @@ class Trainer:
     def _record(self, step_losses: list[tuple[Any, Any, Any]], seconds: float, steps: int) -> dict[str, Any]:
         torch = self.torch
         stacked = torch.stack([torch.stack(x) for x in step_losses]).float().mean(0).tolist()
-        from sccnlp.bert.model import step_flops
+        from sccnlp.node.bert.model import step_flops
 
         seqs = steps * self.global_batch
         seq_s = seqs / seconds if seconds > 0 else 0.0
@@ -560,7 +590,7 @@ class Trainer:
         return (f"model={self.args.model} params={sum(p.numel() for p in self.params) / 1e6:.1f}M "
                 f"seq_len={self.seq_len} max_pred={self.max_pred} vocab={self.vocab_size} ranks={self.world} "
                 f"batch/gpu={self.args.batch_size} accum={self.accum} global_batch={self.global_batch} "
-                f"optimizer={self.args.optimizer} precision={'bf16' if self.amp else 'fp32'} "
+                f"optimizer={self.args.optimizer} precision={'fp8' if self.fp8 else 'bf16' if self.amp else 'fp32'} "
                 f"compile={self.compile_mode} encoder={self.args.encoder} packed={self.packed} "
                 f"backend={self.args.backend}/"
                 f"{'nccl' if self.is_cuda else 'gloo'} device={self.device} "
@@ -647,7 +677,7 @@ def whole_line_output() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from sccnlp.bert import watchdog
+    from sccnlp.node.bert import watchdog
 
     whole_line_output()
     args = build_parser().parse_args(argv)
@@ -659,7 +689,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except SccError as exc:
         if getattr(exc, "echo", True):
-            print(f"sccnlp.bert.train: error: {exc}", file=sys.stderr, flush=True)
+            print(f"sccnlp.node.bert.train: error: {exc}", file=sys.stderr, flush=True)
         watchdog.finish("error", str(exc))
         return exc.exit_code
     except RuntimeError as exc:
@@ -668,7 +698,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         # A peer is gone: one line instead of a traceback, no process-group teardown that would wait for it.
         msg = watchdog.comm_error_line(exc)
-        print(f"sccnlp.bert.train: error: {msg}", file=sys.stderr, flush=True)
+        print(f"sccnlp.node.bert.train: error: {msg}", file=sys.stderr, flush=True)
         watchdog.finish("error", msg)
         trainer = None
         return watchdog.EXIT_COMM_ERROR

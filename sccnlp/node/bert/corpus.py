@@ -1,7 +1,7 @@
 """Pretraining corpus: one sentence a line, a blank line between documents (the layout Google's BERT reads).
 
-`python -m sccnlp.bert.corpus build --from-debian-docs OUT.txt` turns installed Debian documentation (HTML) into
-such a corpus; `python -m sccnlp.bert.corpus check PATH` validates one. `read_partition()` hands a worker its
+`python -m sccnlp.node.bert.corpus build --from-debian-docs OUT.txt` turns installed Debian documentation (HTML) into
+such a corpus; `python -m sccnlp.node.bert.corpus check PATH` validates one. `read_partition()` hands a worker its
 documents by byte range, so every worker reads only its part of a large file and each document goes to exactly one.
 """
 
@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
-from sccnlp.errors import SccError
+from sccnlp.node.errors import SccError
 
 # Installed documentation packages that give English prose: package -> (directory globs, file globs, excluded names).
 DEBIAN_DOC_SOURCES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
@@ -46,7 +46,7 @@ def check_corpus(path: str | os.PathLike[str]) -> CorpusStats:
     file = Path(path)
     if not file.exists():
         raise SccError(f"corpus {file} does not exist: give a plain-text corpus (one sentence a line, a blank line "
-                       "between documents), e.g. build one with `python -m sccnlp.bert.corpus build "
+                       "between documents), e.g. build one with `python -m sccnlp.node.bert.corpus build "
                        "--from-debian-docs OUT.txt`")
     if not file.is_file():
         raise SccError(f"corpus {file} is not a regular file: give the path of a plain-text corpus")
@@ -263,7 +263,7 @@ def write_corpus(documents: Iterable[list[str]], out: str | os.PathLike[str], ma
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m sccnlp.bert.corpus", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m sccnlp.node.bert.corpus", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="action", required=True)
     build = sub.add_parser("build", help="build a corpus from installed Debian documentation")
     build.add_argument("--from-debian-docs", action="store_true", required=True,
@@ -287,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             stats = check_corpus(args.path)
     except SccError as exc:
-        print(f"sccnlp.bert.corpus: error: {exc}", file=sys.stderr)
+        print(f"sccnlp.node.bert.corpus: error: {exc}", file=sys.stderr)
         return exc.exit_code
     print(json.dumps(asdict(stats)))
     return 0

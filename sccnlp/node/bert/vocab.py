@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sccnlp.errors import SccError
+from sccnlp.node.errors import SccError
 
 # BERT's special tokens. DATA_FORMAT.md fixes [PAD] = 0; the others are looked up by name in the vocabulary.
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sccnlp.errors import SccError
+from sccnlp.node.errors import SccError
 
 WRITER_VERSION = 2  # 2: deterministic vocabulary training (vocab.train_vocab)
 COMPLETE = ".complete"
@@ -99,8 +99,8 @@ def fetch_corpus(url: str, sha256: str, cache_dir: Path) -> Path:
 
 def make_settings(args: argparse.Namespace) -> Settings:
     """Validate the inputs (corpus, vocabulary, phases) and resolve them into Settings."""
-    from sccnlp.bert import corpus as bcorpus
-    from sccnlp.bert import vocab as bvocab
+    from sccnlp.node.bert import corpus as bcorpus
+    from sccnlp.node.bert import vocab as bvocab
 
     corpus = args.corpus
     if "://" in corpus:
@@ -116,7 +116,7 @@ def make_settings(args: argparse.Namespace) -> Settings:
         bvocab.check_vocab_size(args.vocab, tokens, args.vocab_size)
         vocab_sha = bvocab.sha256_file(args.vocab)
     phases = sorted({int(p) for p in str(args.phases).split(",") if p.strip()})
-    from sccnlp.bert.shards import PHASES
+    from sccnlp.node.bert.shards import PHASES
 
     if not phases or any(p not in PHASES for p in phases):
         raise SccError(f"--phases {args.phases!r}: choose 1 (seq 128), 2 (seq 512) or 1,2")
@@ -133,7 +133,7 @@ def make_settings(args: argparse.Namespace) -> Settings:
 def load_settings(data_dir: Path) -> Settings:
     file = data_dir / SETTINGS_FILE
     if not file.is_file():
-        raise SccError(f"{file} is missing: run `python -m sccnlp.bert.prepare init` (first node) before the "
+        raise SccError(f"{file} is missing: run `python -m sccnlp.node.bert.prepare init` (first node) before the "
                        "shards stage, with the same --out-root")
     return Settings(**json.loads(file.read_text()))
 
@@ -149,15 +149,15 @@ def plan(settings: Settings, out_root: str | os.PathLike[str]) -> dict[str, Any]
 
 
 def _phase(number: int) -> Any:
-    from sccnlp.bert.shards import PHASES
+    from sccnlp.node.bert.shards import PHASES
 
     return PHASES[number]
 
 
 def init(settings: Settings, out_root: str | os.PathLike[str]) -> dict[str, Any]:
     """Create the data directory with prepare.json and vocab.txt (kept if already there)."""
-    from sccnlp.bert import vocab as bvocab
-    from sccnlp.bert.shards import atomic_write_text
+    from sccnlp.node.bert import vocab as bvocab
+    from sccnlp.node.bert.shards import atomic_write_text
 
     info = plan(settings, out_root)
     data_dir = Path(info["data_dir"])
@@ -191,10 +191,10 @@ def prepare_partition(data_dir: str, part: int, node_index: int = 0) -> dict[str
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # one process per core already
     import numpy as np
 
-    from sccnlp.bert import corpus as bcorpus
-    from sccnlp.bert import manifest as bmanifest
-    from sccnlp.bert import shards as bshards
-    from sccnlp.bert import vocab as bvocab
+    from sccnlp.node.bert import corpus as bcorpus
+    from sccnlp.node.bert import manifest as bmanifest
+    from sccnlp.node.bert import shards as bshards
+    from sccnlp.node.bert import vocab as bvocab
 
     folder = Path(data_dir)
     done = part_file(folder, part)
@@ -264,8 +264,8 @@ def make_shards(data_dir: str | os.PathLike[str], node_index: int, num_nodes: in
 
 def finalize(data_dir: str | os.PathLike[str], num_nodes: int = 0) -> dict[str, Any]:
     """Check all partitions are done; write meta.json per phase and the `.complete` marker last."""
-    from sccnlp.bert import shards as bshards
-    from sccnlp.bert import vocab as bvocab
+    from sccnlp.node.bert import shards as bshards
+    from sccnlp.node.bert import vocab as bvocab
 
     folder = Path(data_dir)
     settings = load_settings(folder)
@@ -330,7 +330,7 @@ def _add_input_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m sccnlp.bert.prepare", description=__doc__.splitlines()[0],
+    parser = argparse.ArgumentParser(prog="python -m sccnlp.node.bert.prepare", description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n", 2)[2])
     sub = parser.add_subparsers(dest="stage", required=True)
@@ -372,7 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             result = finalize(args.data_dir, args.num_nodes)
     except SccError as exc:
-        print(f"sccnlp.bert.prepare: error: {exc}", file=sys.stderr)
+        print(f"sccnlp.node.bert.prepare: error: {exc}", file=sys.stderr)
         return exc.exit_code
     print(json.dumps(result))
     return 0

@@ -4,8 +4,8 @@ A plain Hugging Face pretraining loop: `transformers.BertForPreTraining` (stock 
 position, PyTorch's SDPA attention), bf16 autocast, `torch.optim.AdamW(fused=True)` on GPUs, optionally wrapped in
 `torch.compile` (`hf-compile`, the default peer) or run eagerly (`hf-eager`). Same model sizes, the same vocabulary
 (30,522 rows padded to a multiple of 64), the same synthetic full-length batches (`max_pred` masked positions per
-sequence, random NSP labels) as `python -m sccnlp.bert.bench --train-args=--synthetic`. One process, one GPU (or the
-CPU for the tests). Used through `python -m sccnlp.bert.bench --peer hf-compile`.
+sequence, random NSP labels) as `python -m sccnlp.node.bert.bench --train-args=--synthetic`. One process, one GPU (or
+the CPU for the tests). Used through `python -m sccnlp.node.bert.bench --peer hf-compile`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sccnlp.bert import model as bmodel
+from sccnlp.node.bert import model as bmodel
 
 PEERS = ("hf-compile", "hf-eager")
 DATA_VOCAB = 30522  # BERT's uncased WordPiece vocabulary, as the trainer's synthetic data
@@ -88,7 +88,7 @@ def bench_peer(peer: str, model: str, seq_len: int, batch: int, steps: int, warm
     sync()
     seconds = time.perf_counter() - t0
     tokens, masked = steps * batch * seq_len, steps * batch * max_pred
-    from sccnlp.bert.metrics import peak_flops_for
+    from sccnlp.node.bert.metrics import peak_flops_for
 
     peak = peak_flops_for(torch.cuda.get_device_name(device)) if device.type == "cuda" else 0.0
     seq_s = steps * batch / seconds

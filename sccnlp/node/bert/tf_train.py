@@ -1,6 +1,6 @@
-"""BERT pretraining with TensorFlow: `python -m sccnlp.bert.tf_train --data-dir ... --output-dir ...`, under mpirun.
+"""BERT pretraining with TensorFlow: `python -m sccnlp.node.bert.tf_train --data-dir ... --output-dir ...`, under mpirun.
 
-The PyTorch trainer's job (`sccnlp.bert.train`: its options, shards, schedule, metrics file, progress lines,
+The PyTorch trainer's job (`sccnlp.node.bert.train`: its options, shards, schedule, metrics file, progress lines,
 heartbeats and exit codes) on TensorFlow's own distribution engine. `--backend strategy` (default): one worker per
 node; the MPI rank and the MPI hostfile give TF_CONFIG (`tf_config`), and tf.distribute.MultiWorkerMirroredStrategy
 runs the node's GPUs as replicas and all-reduces the gradients across workers (NCCL collectives on GPUs, ring over
@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from sccnlp.bert.metrics import format_line
-from sccnlp.errors import SccError
+from sccnlp.node.bert.metrics import format_line
+from sccnlp.node.errors import SccError
 
 BACKENDS = ("strategy", "aiacc", "horovod")
 HVD_MODULES = {"aiacc": "perseus.tensorflow.horovod", "horovod": "horovod.tensorflow"}
@@ -37,15 +37,15 @@ HVD_MODULES = {"aiacc": "perseus.tensorflow.horovod", "horovod": "horovod.tensor
 TORCH_ONLY = ("synthetic", "compile", "encoder", "attn", "full_head", "pad_multiple")
 TF_CKPT_RE = re.compile(r"^ckpt-(\d+)\.index$")
 FIELDS = ("input_ids", "segment_ids", "lengths", "mlm_positions", "mlm_labels", "nsp_labels")
-CHECKPOINT, STOP = 1, 2  # as sccnlp.bert.train
+CHECKPOINT, STOP = 1, 2  # as sccnlp.node.bert.train
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The PyTorch trainer's options (one command line for both), with this trainer's backends and --hostfile."""
-    from sccnlp.bert import train
+    from sccnlp.node.bert import train
 
     p = train.build_parser()
-    p.prog = "python -m sccnlp.bert.tf_train"
+    p.prog = "python -m sccnlp.node.bert.tf_train"
     p.description = (__doc__ or "").splitlines()[0]
     for action in p._actions:  # argparse has no public way to change an option's choices
         if action.dest == "backend":
@@ -114,7 +114,7 @@ def placement_problem(hosts: Sequence[str], rank: int, here: str,
 
 def tf_arrays(records: dict[str, np.ndarray], trim_to: int = 0) -> dict[str, Any]:
     """One batch of the shards as the TensorFlow model takes it: int32 arrays of full length (static shapes)."""
-    from sccnlp.bert.data import to_arrays
+    from sccnlp.node.bert.data import to_arrays
 
     arrays = to_arrays(records, trim_to)
     arrays["segment_ids"] = arrays.pop("token_type_ids")
@@ -129,7 +129,7 @@ def latest_checkpoint(output_dir: Path) -> Path | None:
 
 def storage_failure(path: Path, exc: Exception) -> str:
     """The PyTorch trainer's line for a checkpoint the storage refused, from TensorFlow's error text."""
-    from sccnlp.bert.train import storage_error_line
+    from sccnlp.node.bert.train import storage_error_line
 
     text = str(getattr(exc, "message", exc))
     for code in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EACCES):
@@ -145,7 +145,7 @@ class Trainer:
     """One worker: the strategy (or Horovod API), model, optimizer, data and checkpoints."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        from sccnlp.bert import watchdog
+        from sccnlp.node.bert import watchdog
 
         self.args = args
         meta = self._check_args()  # every refusal of the options and the data before any rendezvous
@@ -179,15 +179,18 @@ class Trainer:
     # ---------------------------------------------------------------------------------------------- builders
 
     def _check_args(self) -> Any:
-        from sccnlp.bert import data as bdata
-        from sccnlp.bert import model as bmodel
+        from sccnlp.node.bert import data as bdata
+        from sccnlp.node.bert import model as bmodel
 
         args = self.args
         defaults = build_parser().parse_args([])
         for name in TORCH_ONLY:
             if getattr(args, name) != getattr(defaults, name):
                 raise SccError(f"--{name.replace('_', '-')} is a setting of the PyTorch trainer "
-                               "(sccnlp.bert.train): drop it for the TensorFlow one")
+                               "(sccnlp.node.bert.train): drop it for the TensorFlow one")
+        if args.precision == "fp8":
+            raise SccError("--precision fp8 is a setting of the PyTorch trainer's own encoder (torchao): use bf16 "
+                           "(auto on GPUs) with the TensorFlow one")
         if not args.data_dir:
             raise SccError("no data: pass --data-dir <prepared phase directory>")
         for name in ("batch_size", "steps", "accum_steps", "log_interval"):
@@ -208,7 +211,7 @@ class Trainer:
 
     def _set_tf_config(self) -> None:
         """--backend strategy under a launcher: TF_CONFIG from this process's MPI rank and the hostfile."""
-        from sccnlp.bert.distributed import DEFAULT_PORT, detect_env
+        from sccnlp.node.bert.distributed import DEFAULT_PORT, detect_env
 
         args = self.args
         if args.backend != "strategy":
@@ -258,8 +261,8 @@ class Trainer:
         self.replicas = self.local_replicas * self.world
 
     def _sizes(self, meta: Any) -> None:
-        from sccnlp.bert import model as bmodel
-        from sccnlp.bert.tf_model import Dims
+        from sccnlp.node.bert import model as bmodel
+        from sccnlp.node.bert.tf_model import Dims
 
         args = self.args
         self.accum = args.accum_steps
@@ -281,10 +284,10 @@ class Trainer:
 
     def _build_model(self) -> None:
         """Model and optimizer under the strategy (mirrored variables), and what a checkpoint holds."""
-        from sccnlp.bert import model as bmodel
-        from sccnlp.bert.schedule import warmup_poly
-        from sccnlp.bert.tf_model import build
-        from sccnlp.bert.tf_optim import build_optimizer
+        from sccnlp.node.bert import model as bmodel
+        from sccnlp.node.bert.schedule import warmup_poly
+        from sccnlp.node.bert.tf_model import build
+        from sccnlp.node.bert.tf_optim import build_optimizer
 
         tf, args = self.tf, self.args
         with self.strategy.scope():
@@ -313,7 +316,7 @@ class Trainer:
 
     def _build_data(self) -> None:
         """This worker's slice of the shards (a process's, with a Horovod API), full-length batches."""
-        from sccnlp.bert import data as bdata
+        from sccnlp.node.bert import data as bdata
 
         args = self.args
         self.shards = bdata.ShardSet(args.data_dir)
@@ -351,7 +354,7 @@ class Trainer:
         if not spec:
             return None
         name, _unused, step = spec.rpartition("@")
-        from sccnlp.bert.tf_model import Dims, hf_shapes
+        from sccnlp.node.bert.tf_model import Dims, hf_shapes
 
         names = hf_shapes(Dims.for_model(self.args.model, 64, 128))
         if name not in names or not step.isdigit():
@@ -364,7 +367,7 @@ class Trainer:
             return self.args.peak_tflops * 1e12
         if not self.gpus:
             return 0.0
-        from sccnlp.bert.metrics import peak_flops_for
+        from sccnlp.node.bert.metrics import peak_flops_for
 
         details = self.tf.config.experimental.get_device_details(self.tf.config.list_physical_devices("GPU")[0])
         return peak_flops_for(str(details.get("device_name", "")))
@@ -500,7 +503,7 @@ class Trainer:
             if len(names) > 1 else ""
         loss_s = f"; loss={loss:.4g}" if loss is not None else ""
         msg = f"non-finite gradient at step {step}: {what}{more}{loss_s}"
-        from sccnlp.bert.train import NonFiniteGradient
+        from sccnlp.node.bert.train import NonFiniteGradient
 
         if self.args.nan_policy == "stop":
             self.log(msg + "; stopping (use --nan-policy skip to skip such steps, or lower --lr)", all_ranks=True)
@@ -544,7 +547,7 @@ class Trainer:
         if self._tmp_dir:
             shutil.rmtree(self._tmp_dir, ignore_errors=True)
             Path(self._tmp_dir).mkdir(parents=True, exist_ok=True)
-        from sccnlp.bert.train import CheckpointWriteFailed
+        from sccnlp.node.bert.train import CheckpointWriteFailed
 
         if self._agree_fn(1.0 if failure and self.rank == 0 else 0.0):
             raise CheckpointWriteFailed(failure or "rank 0 could not write the checkpoint", echo=self.rank == 0)
@@ -604,7 +607,7 @@ class Trainer:
     # ---------------------------------------------------------------------------------------------- loop
 
     def _record(self, window: list[Any], seconds: float, steps: int, tokens: int, masked: int) -> dict[str, Any]:
-        from sccnlp.bert.model import step_flops
+        from sccnlp.node.bert.model import step_flops
 
         losses = np.mean(np.stack(window), axis=0).tolist()
         seq_s = steps * self.global_batch / seconds if seconds > 0 else 0.0
@@ -643,7 +646,7 @@ class Trainer:
     def run(self) -> int:
         args = self.args
         self.log(self.describe())
-        from sccnlp.bert.train import ENV_KNOB_PREFIXES, ClientGone
+        from sccnlp.node.bert.train import ENV_KNOB_PREFIXES, ClientGone
 
         knobs = sorted(f"{k}={v}" for k, v in os.environ.items() if k.startswith(ENV_KNOB_PREFIXES))
         if knobs:
@@ -717,7 +720,7 @@ class Trainer:
 def is_comm_error(exc: BaseException) -> bool:
     """A collective that failed because a peer is gone: TensorFlow's Unavailable/DeadlineExceeded/Cancelled/Aborted
     errors, or a message about the collective, a connection or a peer."""
-    from sccnlp.bert import watchdog
+    from sccnlp.node.bert import watchdog
 
     names = ("UnavailableError", "DeadlineExceededError", "CancelledError", "AbortedError")
     return type(exc).__name__ in names or watchdog.is_comm_error(exc) or \
@@ -725,8 +728,8 @@ def is_comm_error(exc: BaseException) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from sccnlp.bert import watchdog
-    from sccnlp.bert.train import whole_line_output
+    from sccnlp.node.bert import watchdog
+    from sccnlp.node.bert.train import whole_line_output
 
     whole_line_output()
     args = build_parser().parse_args(argv)
@@ -738,13 +741,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except SccError as exc:
         if getattr(exc, "echo", True):
-            print(f"sccnlp.bert.tf_train: error: {exc}", file=sys.stderr, flush=True)
+            print(f"sccnlp.node.bert.tf_train: error: {exc}", file=sys.stderr, flush=True)
         watchdog.finish("error", str(exc))
         return exc.exit_code
     except Exception as exc:
         if type(exc).__module__.startswith("tensorflow") and is_comm_error(exc):
             msg = watchdog.comm_error_line(exc)
-            print(f"sccnlp.bert.tf_train: error: {msg}", file=sys.stderr, flush=True)
+            print(f"sccnlp.node.bert.tf_train: error: {msg}", file=sys.stderr, flush=True)
             watchdog.finish("error", msg)
             return watchdog.EXIT_COMM_ERROR
         watchdog.finish("error", f"{type(exc).__name__}: {exc}")

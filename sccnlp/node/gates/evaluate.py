@@ -1,14 +1,14 @@
 """Assemble one node's results fragment from what the validate role gathered.
 
-``python -m sccnlp.gates.evaluate INPUT.json OUTPUT.json`` where INPUT holds::
+``python -m sccnlp.node.gates.evaluate INPUT.json OUTPUT.json`` where INPUT holds::
 
     {"host": "node-1", "run": {...}, "floors": {...selected floors entry...},
      "facts": {...}, "measurements": [...], "checks": [...ready checks...],
      "curves": {...}, "cluster": {"measurements": [...], "checks": [...], "curves": {...}},
      "gate_files": ["/var/lib/scc/validate/gpu_gates.json", ...]}
 
-``gate_files`` are JSON outputs of `sccnlp.gates.gpu` / `sccnlp.gates.allreduce` (facts, measurements, curves);
-missing files are skipped (their absence is reported by the measurement they would have provided).
+``gate_files`` are JSON outputs of `sccnlp.node.gates.gpu` / `sccnlp.node.gates.allreduce` (facts, measurements,
+curves); missing files are skipped (their absence is reported by the measurement they would have provided).
 OUTPUT is a fragment of the results schema: ``{"run", "nodes": {host: {facts, checks, curves}}, "cluster"}``.
 Prints the failure lines; exits 0 (failing checks are data; the playbook decides what to do with them).
 """
@@ -19,7 +19,7 @@ import sys
 from datetime import datetime, timezone
 from typing import Any
 
-from sccnlp.gates.checks import failures, make_check
+from sccnlp.node.gates.checks import failures, make_check
 
 
 def build_fragment(spec: "dict[str, Any]") -> "dict[str, Any]":
@@ -55,7 +55,7 @@ def build_fragment(spec: "dict[str, Any]") -> "dict[str, Any]":
 def main(argv: "list[str] | None" = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
-        print("usage: python -m sccnlp.gates.evaluate INPUT.json OUTPUT.json", file=sys.stderr)
+        print("usage: python -m sccnlp.node.gates.evaluate INPUT.json OUTPUT.json", file=sys.stderr)
         return 2
     with open(args[0]) as handle:
         spec = json.load(handle)

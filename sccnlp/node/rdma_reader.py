@@ -1,7 +1,7 @@
 """Node-side RDMA counter reader: prints one JSON line per sample of every port's traffic counters.
 
 Standard library only and Python 3.6 compatible, because `sccnlp monitor rdma --hosts ...` streams this file to
-`python3 -` over ssh on nodes that have no sccnlp installed. Usage: reader.py ROOT INTERVAL SAMPLES.
+`python3 -` over ssh on nodes that have no sccnlp installed. Usage: rdma_reader.py ROOT INTERVAL SAMPLES.
 Output lines: {"seq": n, "t": monotonic seconds, "ports": {"mlx5_0/1": {"port_xmit_data": ..., ...}}};
 when ROOT holds no device: {"error": "no RDMA devices under ROOT"} and exit status 3.
 """

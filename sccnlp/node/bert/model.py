@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sccnlp.errors import SccError
+from sccnlp.node.errors import SccError
 
 SIZES: dict[str, dict[str, int]] = {
     "tiny": {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 256},
@@ -117,3 +117,24 @@ def build_model(config: Any, full_head: bool = False) -> Any:
 def no_decay(name: str) -> bool:
     """Biases and LayerNorm weights get no weight decay (BERT recipe)."""
     return name.endswith(".bias") or "LayerNorm" in name or "layer_norm" in name
+
+
+FP8_MIN_CAPABILITY = (8, 9)  # Ada and Hopper: the first GPUs with FP8 tensor cores (compat_matrix.yml: fp8)
+
+
+def fp8_problem(device_type: str, gpu_name: str, capability: tuple[int, int] | None, torchao_error: str) -> str:
+    """Why `--precision fp8` cannot run on this rank ('' when it can): it needs an NVIDIA GPU with FP8 tensor cores
+    (compute capability 8.9 or newer) and torchao's float8 training in the training venv."""
+    if device_type != "cuda":
+        return ("--precision fp8 needs an NVIDIA GPU with FP8 tensor cores (Ada, Hopper or newer); this rank runs "
+                "on the CPU. Fix: use --precision auto (bert_precision: auto)")
+    if capability is None or tuple(capability) < FP8_MIN_CAPABILITY:
+        have = "unknown" if capability is None else f"{capability[0]}.{capability[1]}"
+        return (f"--precision fp8 needs FP8 tensor cores (compute capability 8.9 or newer: Ada, Hopper, "
+                f"Blackwell); this rank's GPU {gpu_name} has compute capability {have}. Fix: use --precision bf16 "
+                "(bert_precision: bf16)")
+    if torchao_error:
+        return (f"--precision fp8 needs torchao's float8 training in the training venv ({torchao_error}). Fix: "
+                "install the pip lock's torchao into the venv (role pytorch, pytorch_fp8: true) or use --precision "
+                "bf16")
+    return ""

@@ -1,4 +1,4 @@
-"""BERT pretraining with TensorFlow: `python -m sccnlp.node.bert.tf_train --data-dir ... --output-dir ...`, under mpirun.
+"""BERT pretraining with TensorFlow: `python -m sccnlp.node.bert.tf_train --data-dir ... --output-dir ...`.
 
 The PyTorch trainer's job (`sccnlp.node.bert.train`: its options, shards, schedule, metrics file, progress lines,
 heartbeats and exit codes) on TensorFlow's own distribution engine. `--backend strategy` (default): one worker per
@@ -241,6 +241,7 @@ class Trainer:
         gpus = tf.config.list_physical_devices("GPU")
         self.hvd: Any = None
         if self.args.backend == "strategy":
+            self._coordination_timeouts()
             impl = tf.distribute.experimental.CommunicationImplementation
             self.reduce_options = tf.distribute.experimental.CommunicationOptions(
                 implementation=impl.NCCL if gpus else impl.RING, timeout_seconds=self.args.collective_timeout)
@@ -259,6 +260,22 @@ class Trainer:
             self.local_replicas = 1
         self.gpus = len(gpus)
         self.replicas = self.local_replicas * self.world
+
+    def _coordination_timeouts(self) -> None:
+        """The strategy's coordination service marks a worker failed after 10 s without its heartbeat, which a busy
+        node's CPU can delay, and then aborts every collective; a worker that dies is noticed sooner by mpirun and a
+        hung one by the trainer's own watchdog, so the service waits --collective-timeout (the strategy configures
+        the same service itself when none is set; only the timeout differs, there is no public setting for it)."""
+        workers = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster", {}).get("worker", [])
+        if len(workers) < 2:
+            return
+        from tensorflow.python.eager import context
+        from tensorflow.tsl.protobuf import coordination_config_pb2
+
+        context.context().configure_coordination_service(
+            service_type="standalone", service_leader="/job:worker/replica:0/task:0",
+            heartbeat_timeout_in_ms=int(self.args.collective_timeout * 1000),
+            coordinated_jobs=[coordination_config_pb2.CoordinatedJob(name="worker", num_tasks=len(workers))])
 
     def _sizes(self, meta: Any) -> None:
         from sccnlp.node.bert import model as bmodel

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.testbed
 RUN = f"tf-{int(time.time())}"
 STEPS = 60  # checkpoints every 10 (QUICK); the worker is killed once step 10 is reported
 TF = [*QUICK, "--framework", "tensorflow", "--run-name", RUN, "--steps", str(STEPS)]
-WORKER = "[s]ccnlp.bert.tf_train"  # the brackets keep pgrep/pkill from matching the shell that runs them
+WORKER = "[s]ccnlp.node.bert.tf_train"  # the brackets keep pgrep/pkill from matching the shell that runs them
 
 
 @pytest.fixture(scope="module")

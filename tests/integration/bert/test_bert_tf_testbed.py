@@ -9,20 +9,23 @@ its inventory in SCCNLP_TESTBED_INVENTORY. Run: `pytest -m testbed tests/integra
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.integration.bert.test_bert_testbed import QUICK, _bin, _env, read_on, sccnlp_train, shell_on
-from tests.integration.bert.test_bert_testbed_lost_node import LOSS_LIMIT_S, Client
+from tests.integration.bert.test_bert_testbed_lost_node import LOSS_LIMIT_S, Client, _docker
 
 pytestmark = pytest.mark.testbed
 
 RUN = f"tf-{int(time.time())}"
-STEPS = 60  # checkpoints every 10 (QUICK); the worker is killed once step 10 is reported
+STEPS = 40  # checkpoints every 10 (QUICK); the worker is killed once step 10 is reported
 TF = [*QUICK, "--framework", "tensorflow", "--run-name", RUN, "--steps", str(STEPS)]
 WORKER = "[s]ccnlp.node.bert.tf_train"  # the brackets keep pgrep/pkill from matching the shell that runs them
 
@@ -34,8 +37,6 @@ def inventory(testbed_inventory: str) -> str:
 
 @pytest.fixture(scope="module")
 def nodes(inventory: str) -> list[str]:
-    import subprocess
-
     listing = subprocess.run([_bin("ansible-inventory"), "-i", inventory, "--list"], capture_output=True, text=True,
                              env=_env(), check=True)
     hosts = json.loads(listing.stdout)["scc_cluster"]["hosts"]
@@ -45,21 +46,33 @@ def nodes(inventory: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def run_dir(inventory: str, nodes: list[str]) -> str:
-    import subprocess
-
     got = subprocess.run([_bin("ansible-inventory"), "-i", inventory, "--host", nodes[0]], capture_output=True,
                          text=True, env=_env(), check=True)
     return f"{json.loads(got.stdout).get('scc_shared_dir', '/mnt/cpfs')}/bert/runs/{RUN}"
 
 
+@pytest.fixture(scope="module")
+def containers(inventory: str) -> dict[str, str]:
+    """Inventory host -> Docker container, from the test bed's state next to its inventory."""
+    state = Path(inventory).parent / "state.json"
+    if not state.is_file():
+        pytest.fail(f"{inventory} is not a test bed inventory (no {state}): this test kills a process in a node")
+    return {n["name"]: n["container"] for n in json.loads(state.read_text())["nodes"]}
+
+
 def test_every_node_has_tensorflow_from_the_pip_lock(inventory: str, nodes: list[str]) -> None:
-    for node in nodes:
-        fact = json.loads(read_on(inventory, node, "/etc/ansible/facts.d/scc_tensorflow.fact") or "{}")
-        assert (fact.get("version"), fact.get("variant")) == ("2.18.1", "cpu"), (node, fact)
+    got = subprocess.run([_bin("ansible"), "-i", inventory, "scc_cluster", "-m", "ansible.builtin.slurp", "-a",
+                          "src=/etc/ansible/facts.d/scc_tensorflow.fact"], capture_output=True, text=True,
+                         env=_env(json_output=True), check=False)
+    results = json.loads(got.stdout)["plays"][0]["tasks"][0]["hosts"]
+    assert sorted(results) == sorted(nodes)
+    for node, result in results.items():
+        fact = json.loads(base64.b64decode(result.get("content", "")) or "{}")
+        assert (fact.get("version"), fact.get("variant")) == ("2.18.1", "cpu"), (node, result)
 
 
 def test_tensorflow_trains_across_the_nodes_survives_a_killed_worker_and_resumes(
-        inventory: str, nodes: list[str], run_dir: str, record_property: Any) -> None:
+        inventory: str, nodes: list[str], run_dir: str, containers: dict[str, str], record_property: Any) -> None:
     t_start = time.monotonic()
     client = Client(inventory, *TF)
     try:
@@ -67,7 +80,7 @@ def test_tensorflow_trains_across_the_nodes_survives_a_killed_worker_and_resumes
         killed_at = client.step()
         t0 = time.monotonic()
         victim = nodes[1]
-        shell_on(inventory, victim, f"pkill -KILL -f '{WORKER}'; echo killed")
+        assert _docker("exec", containers[victim], "pkill", "-KILL", "-f", WORKER).returncode == 0
         rc = client.finish(timeout=180)
         took = time.monotonic() - t0
     finally:

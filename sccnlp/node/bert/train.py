@@ -112,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--client-lease", default="", help="file the launching client rewrites while it follows the run")
     p.add_argument("--client-lease-timeout", type=float, default=0.0,
                    help="seconds without a lease renewal before the run checkpoints and stops (0 = never)")
+    p.add_argument("--textfile-dir", default="",
+                   help="node_exporter's textfile directory: rank 0 writes the heartbeat there (scc_training.prom)")
     p.add_argument("--inject-nonfinite", default="", metavar="PARAM@STEP",
                    help="testing aid: turn PARAM's gradient into NaN at optimizer step STEP")
     return p
@@ -330,7 +332,14 @@ class Trainer:
         if self.output_dir is not None and self.rank == 0:
             self.output_dir.mkdir(parents=True, exist_ok=True)
             remove_partial_checkpoints(self.output_dir)
+        self.export: Any = None  # sccnlp.node.textfile.TrainingExport on rank 0 with --textfile-dir
         self._maybe_resume()
+        if args.textfile_dir and self.rank == 0:
+            from sccnlp.node.textfile import TrainingExport
+
+            run = self.output_dir.name if self.output_dir is not None else "bert"
+            self.export = TrainingExport(args.textfile_dir, run, self.log)
+            self.export.beat(self.step)
         if self.comm.hvd is not None:
             self.comm.hvd.broadcast_parameters(self.model.state_dict(), root_rank=0)
             self.comm.hvd.broadcast_optimizer_state(self.optimizer, root_rank=0)
@@ -504,6 +513,8 @@ class Trainer:
                 failure = ""
                 self._prune()
                 self.log(f"saved checkpoint {path}")
+                if self.export is not None:
+                    self.export.checkpoint()
         else:
             failure = ""
         # Rank 0's outcome reaches every rank (and serves as the barrier): all stop with the same message.
@@ -636,6 +647,8 @@ class Trainer:
                 rec = self._record(window, now - t0, self.step - window_start_step)
                 if self.rank == 0:
                     print(format_line(rec), flush=True)
+                    if self.export is not None:
+                        self.export.beat(self.step, rec["loss"], rec["seq_per_s"])
                     if metrics is not None:
                         try:
                             with open(metrics, "a") as fh:
@@ -664,6 +677,8 @@ class Trainer:
         if self.output_dir is not None and not (self.output_dir / f"ckpt-{self.step}.pt").exists():
             self.save_checkpoint()
         self.log(f"done: step={self.step} skipped={self.skipped}")
+        if self.export is not None:
+            self.export.beat(self.step, completed=True)
         return 0
 
 

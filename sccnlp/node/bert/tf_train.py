@@ -170,6 +170,13 @@ class Trainer:
         if self.output_dir is not None:
             self._open_manager()
         self._maybe_resume()
+        self.export: Any = None  # the training heartbeat for node_exporter (sccnlp.node.textfile), rank 0
+        if args.textfile_dir and self.rank == 0:
+            from sccnlp.node.textfile import TrainingExport
+
+            run = self.output_dir.name if self.output_dir is not None else "bert"
+            self.export = TrainingExport(args.textfile_dir, run, self.log)
+            self.export.beat(self.step)
         if self.hvd is not None and self.step == 0:
             self.hvd.broadcast_variables([v.value for v in self.model.variables], root_rank=0)
         self.loader.load_state_dict({"epoch": 0, "batch_in_epoch": self.batches_done})
@@ -569,6 +576,8 @@ class Trainer:
         if self._agree_fn(1.0 if failure and self.rank == 0 else 0.0):
             raise CheckpointWriteFailed(failure or "rank 0 could not write the checkpoint", echo=self.rank == 0)
         self.log(f"saved checkpoint {path}")
+        if self.export is not None:
+            self.export.checkpoint()
         return path
 
     def _maybe_resume(self) -> None:
@@ -699,6 +708,8 @@ class Trainer:
                 window = []
                 if self.rank == 0:
                     print(format_line(rec), flush=True)
+                    if self.export is not None:
+                        self.export.beat(self.step, rec["loss"], rec["seq_per_s"])
                     if metrics is not None:
                         try:
                             with open(metrics, "a") as fh:
@@ -723,6 +734,8 @@ class Trainer:
                 t0, window_start = time.perf_counter(), self.step
         if self.output_dir is not None and not (self.output_dir / f"ckpt-{self.step}.index").exists():
             self.save_checkpoint()
+        if self.export is not None:
+            self.export.beat(self.step, completed=True)
         self.log(f"done: step={self.step} skipped={self.skipped}")
         return 0
 

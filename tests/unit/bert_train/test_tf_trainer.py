@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -112,7 +113,10 @@ def test_learns_checkpoints_resumes_and_writes_the_pytorch_metrics(shard_dir: Pa
     batches an epoch) ends with the same data position and the same weights as the uninterrupted one."""
     a, b = tmp_path / "a", tmp_path / "b"
     common = [*BASE, "--data-dir", str(shard_dir), "--optimizer", "adamw", "--steps", "30", "--ckpt-interval", "7"]
-    rc = tf_train.main([*common, "--output-dir", str(a), "--keep-checkpoints", "3", "--log-data-ranges"])
+    textfiles = tmp_path / "node-exporter"
+    textfiles.mkdir()
+    rc = tf_train.main([*common, "--output-dir", str(a), "--keep-checkpoints", "3", "--log-data-ranges",
+                        "--textfile-dir", str(textfiles)])
     out = capsys.readouterr().out
     assert rc == 0, out
     recs = lines(out)
@@ -128,6 +132,8 @@ def test_learns_checkpoints_resumes_and_writes_the_pytorch_metrics(shard_dir: Pa
     # checkpoints at 7, 14, 21, 28 and the last step; --keep-checkpoints 3 left the newest three
     assert sorted(p.name for p in a.glob("ckpt-*.index")) == ["ckpt-21.index", "ckpt-28.index", "ckpt-30.index"]
     assert tf_train.latest_checkpoint(a) == a / "ckpt-30"
+    prom = (textfiles / "scc_training.prom").read_text()  # the heartbeat node_exporter serves, as PyTorch's
+    assert 'run="a"' in prom and re.search(r'^scc_training_step\{[^}]*\} 30$', prom, re.M), prom
 
     b.mkdir()
     for f in a.glob("ckpt-21.*"):

@@ -423,10 +423,12 @@ class Trainer:
                      for k, shape in spec.items()}
 
         def batches() -> Iterator[dict[str, np.ndarray]]:
-            it = iter(self.loader)
-            while True:
-                group = [next(it) for _round in range(self.accum)]
-                yield {k: np.stack([b[k] for b in group]) for k in FIELDS}
+            group: list[dict[str, Any]] = []
+            for batch in self.loader:  # endless: epoch after epoch
+                group.append(batch)
+                if len(group) == self.accum:
+                    yield {k: np.stack([b[k] for b in group]) for k in FIELDS}
+                    group = []
 
         def make(_context: Any) -> Any:
             return tf.data.Dataset.from_generator(batches, output_signature=signature).prefetch(2)

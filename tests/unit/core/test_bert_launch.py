@@ -77,8 +77,8 @@ def test_a_backend_of_the_other_framework_is_refused(framework: str, backend: st
             "set one of them; auto follows what the aiacc role installed"]
     assert bl.backend_problems("node1", framework, backend) == want
     assert plan(framework, backend)["problems"] == want
-    assert bl.backend_problems("node1", "jax", "auto") == ["node1: bert_framework 'jax' is not one of pytorch, "
-                                                            "tensorflow: set one of them"]
+    assert bl.backend_problems("node1", "jax", "auto") == [
+        "node1: bert_framework 'jax' is not one of pytorch, tensorflow: set one of them"]
 
 
 def test_a_rank_count_off_the_hostfile_is_refused() -> None:
@@ -94,6 +94,7 @@ def test_a_rank_count_off_the_hostfile_is_refused() -> None:
 
 def test_facts_are_read_from_the_slurp_results() -> None:
     content = base64.b64encode(json.dumps(fact(backend="aiacc")).encode()).decode()
-    got = bl.aiacc_facts(["a", "b", "c", "d"], [{"content": content}, {"failed": True, "msg": "file not found"},
-                                                 {"content": base64.b64encode(b"not json").decode()}, None])
+    slurps = [{"content": content}, {"failed": True, "msg": "file not found"},
+              {"content": base64.b64encode(b"not json").decode()}, None]
+    got = bl.aiacc_facts(["a", "b", "c", "d"], slurps)
     assert got == {"a": fact(backend="aiacc"), "b": None, "c": None, "d": None}

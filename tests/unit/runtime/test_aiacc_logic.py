@@ -167,8 +167,8 @@ def test_command_line_entry_prints_json(aiacc: ModuleType, capsys: pytest.Captur
     ("horovod", "native", "pytorch", "2.1.0+cpu"),
     ("horovod", "native", "tensorflow", "2.13.0"),
 ])
-def test_horovod_for_a_framework_it_does_not_support_is_refused(aiacc: ModuleType, requested: str, fallback: str,
-                                                               framework: str, version: str) -> None:
+def test_horovod_for_a_framework_it_does_not_support_is_refused(
+        aiacc: ModuleType, requested: str, fallback: str, framework: str, version: str) -> None:
     msg = aiacc.horovod_support_error(requested, fallback, framework, version, "0.28.1")
     name, setting = {"pytorch": ("PyTorch", "pytorch_version"), "tensorflow": ("TensorFlow", "tensorflow_version")}[
         framework]

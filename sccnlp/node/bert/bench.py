@@ -86,14 +86,14 @@ def bench_one(model: str, seq_len: int, batch: int, steps: int, warmup: int, dat
     trainer.sync()
     if trainer.is_cuda:
         torch.cuda.reset_peak_memory_stats(trainer.device)
-    trainer._window_tokens = trainer._window_masked = 0
+    trainer.counted.take()  # count from here
     t0 = time.perf_counter()
     losses = []
     for _round in range(steps):
-        losses.append(trainer.train_step(batches())[0])
+        losses.append(trainer.train_step(batches()).loss)
     trainer.sync()
     seconds = time.perf_counter() - t0
-    tokens, masked = trainer._window_tokens, trainer._window_masked  # real (non-padding) tokens, this rank
+    tokens, masked = trainer.counted.take()  # real (non-padding) tokens, this rank
     trainer.check_nonfinite()
     seq_s = steps * trainer.global_batch / seconds
     per_gpu = seq_s / trainer.world
@@ -115,7 +115,7 @@ def bench_one(model: str, seq_len: int, batch: int, steps: int, warmup: int, dat
         "mfu": round(real_flops / seconds / trainer.peak, 4) if trainer.peak else None,
         "flops_per_token": trainer.flops_per_token, "peak_flops": trainer.peak or None,
         "step_ms": round(1000 * seconds / steps, 2), "compile_s": round(compile_s, 1),
-        "first_loss": round(float(first[0]), 4), "last_loss": round(float(losses[-1]), 4),
+        "first_loss": round(float(first.loss), 4), "last_loss": round(float(losses[-1]), 4),
         "mem_gib": round(torch.cuda.max_memory_allocated(trainer.device) / 2**30, 2) if trainer.is_cuda else None,
         "device": torch.cuda.get_device_name(trainer.device) if trainer.is_cuda else "cpu",
         "torch": torch.__version__, "trainer": trainer.describe(), "train_args": extra, "label": label,

@@ -11,7 +11,6 @@ partition again). Run: `python -m sccnlp.node.bert.manifest verify --data-dir <d
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -20,16 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sccnlp.node.errors import SccError
-
-CHUNK = 1 << 20
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
+from sccnlp.node.filehash import sha256_file
 
 
 def describe(folder: Path, names: Iterable[str]) -> dict[str, dict[str, Any]]:

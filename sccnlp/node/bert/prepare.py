@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from sccnlp.node.errors import SccError
+from sccnlp.node.filehash import sha256_file
 
 WRITER_VERSION = 2  # 2: deterministic vocabulary training (vocab.train_vocab)
 COMPLETE = ".complete"
@@ -106,7 +107,7 @@ def make_settings(args: argparse.Namespace) -> Settings:
     if "://" in corpus:
         corpus = str(fetch_corpus(corpus, args.corpus_sha256 or "", Path(args.out_root) / "corpus"))
     stats = bcorpus.check_corpus(corpus)
-    corpus_sha = bvocab.sha256_file(corpus)
+    corpus_sha = sha256_file(corpus)
     if args.corpus_sha256 and args.corpus_sha256.lower() != corpus_sha:
         raise SccError(f"corpus {corpus} has sha256 {corpus_sha}, expected {args.corpus_sha256}: fix "
                        "--corpus-sha256 or the corpus")
@@ -114,7 +115,7 @@ def make_settings(args: argparse.Namespace) -> Settings:
     if args.vocab:
         tokens = bvocab.read_vocab(args.vocab)
         bvocab.check_vocab_size(args.vocab, tokens, args.vocab_size)
-        vocab_sha = bvocab.sha256_file(args.vocab)
+        vocab_sha = sha256_file(args.vocab)
     phases = sorted({int(p) for p in str(args.phases).split(",") if p.strip()})
     from sccnlp.node.bert.shards import PHASES
 
@@ -280,7 +281,7 @@ def finalize(data_dir: str | os.PathLike[str], num_nodes: int = 0) -> dict[str, 
                        "re-run the shards stage on those nodes")
     records = [json.loads(part_file(folder, p).read_text()) for p in range(settings.partitions)]
     tokens = bvocab.read_vocab(folder / "vocab.txt")
-    vocab_sha = bvocab.sha256_file(folder / "vocab.txt")
+    vocab_sha = sha256_file(folder / "vocab.txt")
     totals = {}
     padding = {}
     for number in settings.phases:

@@ -23,7 +23,6 @@ the ansible-core venv, made once."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -36,6 +35,8 @@ from typing import NamedTuple
 
 import pytest
 import yaml
+
+from sccnlp.node.filehash import sha256_file
 
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
@@ -127,19 +128,11 @@ def tarball(work: Path) -> Path:
     return out / f"{GALAXY['namespace']}-{GALAXY['name']}-{GALAXY['version']}.tar.gz"
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _ansible_wheel(end: AnsibleEnd) -> Path:
     """The `ansible` wheel of one end: from .cache/ansible-wheels/ when its sha256 is the pinned one, else fetched
     with `pip download --no-deps` (a cached file with another digest is replaced) and checked again."""
     wheel = WHEELS / f"ansible-{end.version}-py3-none-any.whl"
-    if wheel.is_file() and _sha256(wheel) == end.sha256:
+    if wheel.is_file() and sha256_file(wheel) == end.sha256:
         return wheel
     wheel.unlink(missing_ok=True)
     WHEELS.mkdir(parents=True, exist_ok=True)
@@ -148,7 +141,7 @@ def _ansible_wheel(end: AnsibleEnd) -> Path:
                 cwd=WHEELS)
     assert proc.returncode == 0, (f"{_explain(proc)}\nFix: give this machine access to the Python registry, or put "
                                   f"ansible-{end.version}-py3-none-any.whl (sha256 {end.sha256}) into {WHEELS}")
-    digest = _sha256(wheel)
+    digest = sha256_file(wheel)
     assert digest == end.sha256, (f"{wheel} has sha256 {digest}, ANSIBLE_ENDS pins {end.sha256} for ansible "
                                   f"{end.version}: the download is not the reviewed artefact; remove it and check")
     return wheel

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 
 from sccnlp import cli
-from sccnlp.commands import deploy
-from sccnlp.errors import SccError
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -66,22 +63,6 @@ def test_collection_without_playbooks_blames_sccnlp_collection(tmp_path: Path, m
         "collection root; point SCCNLP_COLLECTION at the folder that holds galaxy.yml and playbooks/, or unset it\n")
 
 
-def _ns(*items: str) -> argparse.Namespace:
-    return argparse.Namespace(extra_var=list(items))
-
-
-def test_extra_vars_parse() -> None:
-    assert deploy.extravars(_ns()) == {}
-    assert deploy.extravars(_ns("gpu_count=8", "scc_shared_dir=/mnt/cpfs", "empty=", "expr=a=b")) == {
-        "gpu_count": "8", "scc_shared_dir": "/mnt/cpfs", "empty": "", "expr": "a=b"}
-
-
-@pytest.mark.parametrize("item", ["gpu_count", "=8", ""])
-def test_malformed_extra_var_is_refused(item: str) -> None:
-    with pytest.raises(SccError, match=r"^-e '.*': expected KEY=VALUE$"):
-        deploy.extravars(_ns("ok=1", item))
-
-
 def test_malformed_extra_var_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     inv = tmp_path / "hosts.ini"
     inv.write_text("[scc_cluster]\nn1\n")
@@ -89,7 +70,8 @@ def test_malformed_extra_var_through_the_cli(tmp_path: Path, capsys: pytest.Capt
     out, err = capsys.readouterr()
     assert rc == 2
     assert out == ""
-    assert err == "sccnlp: error: -e 'gpu_count': expected KEY=VALUE\n"
+    assert err == ("sccnlp: error: -e 'gpu_count': expected KEY=VALUE; write KEY=VALUE, a YAML/JSON mapping such as "
+                   "'{\"bert_prepare_phases\": [1]}', or @FILE\n")
 
 
 TINY = """\

@@ -1,11 +1,13 @@
-"""Shared fixtures: the scc inventory plugin loaded through Ansible's real plugin loader, from this checkout; the
-inventory of a converged test bed for the tests marked `testbed`."""
+"""Shared fixtures: the scc inventory plugin loaded through Ansible's real plugin loader, from this checkout; a
+role's Python file imported from its path; the inventory of a converged test bed for the tests marked `testbed`."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -40,6 +42,24 @@ def write_config(tmp_path: Path) -> Callable[[str], str]:
         return str(path)
 
     return write
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def role_file() -> Callable[[str, str], ModuleType]:
+    """roles/<role>/files/<name>.py imported from its path: the roles run these on the nodes as scripts, the tests
+    call their functions."""
+    def load(role: str, name: str) -> ModuleType:
+        path = ROOT / "roles" / role / "files" / name
+        spec = importlib.util.spec_from_file_location(f"scc_{role}_{path.stem}", path)
+        assert spec and spec.loader, path
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load
 
 
 @pytest.fixture(scope="session")

@@ -6,16 +6,15 @@ import argparse
 import socket
 from typing import Any
 
-from sccnlp.commands import add_command
+from sccnlp.commands import add_command, add_group
 from sccnlp.monitor import rdma
 
 
 def register(subparsers: Any) -> None:
-    parser = add_command(
+    sub = add_group(
         subparsers, "monitor", "watch live cluster metrics (RDMA traffic)",
-        examples=["sccnlp monitor rdma", "sccnlp monitor rdma --inventory inventory/static/hosts.yml --count 10"])
-    sub = parser.add_subparsers(dest="monitor_command", metavar="WHAT")
-    sub.required = True
+        examples=["sccnlp monitor rdma", "sccnlp monitor rdma --inventory inventory/static/hosts.yml --count 10"],
+        metavar="WHAT")
     p = add_command(
         sub, "rdma", "per-port RDMA transmit/receive rates from /sys/class/infiniband counters",
         details="Samples port_xmit_data/port_rcv_data (4-byte words) and the packet counters and prints rates per\n"

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sccnlp.node.errors import SccError
+from sccnlp.node.errors import SccError, json_command
 from sccnlp.node.filehash import sha256_file
 
 
@@ -96,13 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from sccnlp.node.bert.shards import PHASES
 
     args = build_parser().parse_args(argv)
-    try:
-        result = verify(args.data_dir, PHASES[args.phase].dirname, args.phase, args.full)
-    except SccError as exc:
-        print(f"sccnlp.node.bert.manifest: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    print(json.dumps(result))
-    return 0
+    return json_command("sccnlp.node.bert.manifest",
+                        lambda: verify(args.data_dir, PHASES[args.phase].dirname, args.phase, args.full))
 
 
 if __name__ == "__main__":

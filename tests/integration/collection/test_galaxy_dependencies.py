@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -36,6 +35,7 @@ from typing import NamedTuple
 import pytest
 import yaml
 
+from sccnlp.bundle.collections import build_installed
 from sccnlp.node.filehash import sha256_file
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -180,22 +180,9 @@ def dependencies(request: pytest.FixtureRequest, work: Path) -> dict[str, Path]:
     out = base / "dist"
     out.mkdir(parents=True)
     with zipfile.ZipFile(wheel) as archive:
-        return {name: _build_installed(_extract(archive, name, base / "wheel"), base / "src" / name, out)
+        return {name: build_installed(_extract(archive, name, base / "wheel"), base / "src" / name, out,
+                                galaxy_bin=str(BIN / "ansible-galaxy"))
                 for name in _closure(archive)}
-
-
-def _build_installed(src: Path, copy: Path, out: Path) -> Path:
-    """`ansible-galaxy collection build` of a collection as the `ansible` package ships it: its MANIFEST.json's
-    collection_info becomes the galaxy.yml (the package strips files its FILES.json lists, so it is no artifact)."""
-    info = json.loads((src / "MANIFEST.json").read_text())["collection_info"]
-    shutil.copytree(src, copy, ignore=shutil.ignore_patterns("__pycache__", "MANIFEST.json", "FILES.json"))
-    galaxy = {k: v for k, v in info.items() if v not in (None, [], {}, "") and k != "license_file"}
-    if info.get("license_file") and not info.get("license"):
-        galaxy["license_file"] = info["license_file"]
-    (copy / "galaxy.yml").write_text(yaml.safe_dump(galaxy))
-    proc = _run([str(BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(out), str(copy)], cwd=copy)
-    assert proc.returncode == 0, _explain(proc)
-    return out / f"{info['namespace']}-{info['name']}-{info['version']}.tar.gz"
 
 
 def _install(work: Path, venv: Path, dest: Path, paths: list[Path]) -> subprocess.CompletedProcess[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -12,13 +12,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="session")
-def aiacc() -> ModuleType:
-    path = ROOT / "roles" / "aiacc" / "files" / "aiacc_logic.py"
-    spec = importlib.util.spec_from_file_location("scc_aiacc_filters", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def aiacc(role_file: Callable[[str, str], ModuleType]) -> ModuleType:
+    return role_file("aiacc", "aiacc_logic.py")
 
 
 @pytest.fixture(scope="session")

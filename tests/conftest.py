@@ -62,6 +62,20 @@ def role_file() -> Callable[[str, str], ModuleType]:
     return load
 
 
+@pytest.fixture
+def no_default_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The Alibaba Cloud SDK's default credential chain finds nothing: no instance metadata, no CLI profile, no
+    credentials file, no keys (it reads these settings at import, so they are patched where it keeps them)."""
+    from alibabacloud_credentials.utils import auth_util
+
+    monkeypatch.setattr(auth_util, "environment_ecs_metadata_disabled", "true")
+    monkeypatch.setattr(auth_util, "environment_cli_profile_disabled", "true")
+    monkeypatch.setattr(auth_util, "environment_credentials_file", str(tmp_path / "no-credentials"))
+    monkeypatch.setattr(auth_util, "environment_access_key_id", None)
+    monkeypatch.setattr(auth_util, "environment_access_key_secret", None)
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+
 @pytest.fixture(scope="session")
 def testbed_inventory() -> str:
     """The inventory of a converged test bed: `scripts/test.sh e2e` brings one up (`sccnlp up`) and exports

@@ -24,7 +24,8 @@ from sccnlp.node.errors import SccError
 
 # (model, seq_len, batch per GPU) for --matrix
 MATRIX = (("bert-base", 128, 256), ("bert-base", 512, 64), ("bert-large", 128, 256), ("bert-large", 512, 64))
-GOALS = {("bert-large", 128): 2050.0, ("bert-large", 512): 480.0}  # seq/s per H200 (issue 15)
+# The seq/s per GPU each figure is measured against (docs/BENCHMARKS.md, BERT pretraining on one H200).
+GOALS = {("bert-large", 128): 2050.0, ("bert-large", 512): 480.0}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,11 +15,7 @@ proves the dependency is what makes it pass. On this host, in check mode: cpfs_c
 (ansible.posix.mount); the package-locking task files load, and community.general.dnf_versionlock itself runs up to
 its own first check (no dnf on Debian; locking for real needs a RHEL-family node).
 
-Cost (`pytest -q tests/integration/collection/test_galaxy_dependencies.py`, wheels cached; the first run downloads
-about 100 MB), measured 2026-12-06 on the shared two-core machine at load average 8 to 12, so noisy: 87 s and 101 s,
-against 71 s and 109 s for the one-end version it replaced (the installed `ansible` package's collections). Per end,
-building and installing the dependencies takes about 14 s and the module checks about 13 s; the rest (about 25 s) is
-the ansible-core venv, made once."""
+Its cost is in docs/BENCHMARKS.md (ecosystem checks)."""
 
 from __future__ import annotations
 

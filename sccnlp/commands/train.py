@@ -38,7 +38,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--batch-size", type=int, help="sequences per GPU per micro-step (bert_batch_size)")
     p.add_argument("--accum-steps", type=int, help="gradient accumulation (bert_accum_steps)")
     p.add_argument("--lr", type=float, help="peak learning rate (bert_lr)")
-    p.add_argument("--precision", choices=("auto", "bf16", "fp32"), help="bert_precision")
+    p.add_argument("--precision", choices=("auto", "bf16", "fp8", "fp32"),
+                   help="bert_precision (fp8: float8 matrix products on GPUs with FP8 tensor cores, needs torchao)")
     p.add_argument("--resume", help="auto, none or a checkpoint path (bert_resume)")
     p.add_argument("--run-name", help="run directory name under <shared>/bert/runs (bert_run_name)")
     p.add_argument("--corpus", help="corpus path on the first node, or an http(s) URL (with --corpus-sha256)")

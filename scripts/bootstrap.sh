@@ -49,5 +49,24 @@ if ! current "$level" "$requirements" && ! { [ "$level" = demo ] && current test
   .venv/bin/pip install -q --disable-pip-version-check --no-deps -e .
   want "$requirements" >"$(stamp "$level")"
 fi
+# The Prometheus tools the tests run (promtool test rules / check metrics, a loopback prometheus and node_exporter):
+# Debian's packages at the versions the monitoring role pins for the nodes, downloaded by apt (signed lists, checked
+# hashes) and unpacked into .cache/tools/bin; nothing is installed into the system and no service starts here.
+prometheus_tools() {
+  local want dir
+  want=$(sed -n -E 's/^_monitoring_(node_exporter|server)_package: *"?([^"]+)"?$/\2/p' roles/monitoring/vars/Debian-12.yml | sort)
+  [ "$want" = "$(cat .cache/tools/.packages 2>/dev/null)" ] && [ -x .cache/tools/bin/promtool ] && return 0
+  echo "bootstrap: unpacking ${want//$'\n'/ } into .cache/tools"
+  dir=$(mktemp -d)
+  # shellcheck disable=SC2086  # one word per package
+  (cd "$dir" && apt-get download -qq -o APT::Sandbox::User=root $want) ||
+    { apt-get update -qq && (cd "$dir" && apt-get download -qq -o APT::Sandbox::User=root $want); }
+  for deb in "$dir"/*.deb; do dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$dir" ./usr/bin; done
+  mkdir -p .cache/tools/bin
+  install -m 0755 "$dir"/usr/bin/* .cache/tools/bin/
+  echo "$want" >.cache/tools/.packages
+  rm -rf "$dir"
+}
+[ "$level" = demo ] || prometheus_tools
 ./scripts/link-collection.sh
 echo "bootstrap: ready"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -13,6 +14,8 @@ from typing import Any
 import pytest
 
 from sccnlp.runner import _collections_path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")
@@ -87,3 +90,22 @@ def testbed_inventory() -> str:
     if not Path(path).exists():
         pytest.fail(f"SCCNLP_TESTBED_INVENTORY={path} does not exist: bring the test bed up with `sccnlp up`")
     return path
+
+
+@pytest.fixture(scope="session")
+def prometheus_tool() -> Callable[[str], str]:
+    """Path of promtool, prometheus or prometheus-node-exporter: Debian's packages at the monitoring role's pins,
+    unpacked into .cache/tools/bin by `scripts/bootstrap.sh test`, else found on PATH. A missing tool fails the test
+    (never a skip): the rule tests and the loopback Prometheus are part of the test command."""
+
+    def find(name: str) -> str:
+        path = ROOT / ".cache" / "tools" / "bin" / name
+        if path.is_file() and os.access(path, os.X_OK):
+            return str(path)
+        found = shutil.which(name)
+        if found:
+            return found
+        pytest.fail(f"{name} not found (neither {path} nor on PATH): run `scripts/bootstrap.sh test`, which unpacks "
+                    "Debian's prometheus and prometheus-node-exporter packages into .cache/tools/bin")
+
+    return find

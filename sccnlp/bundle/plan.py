@@ -21,7 +21,7 @@ from sccnlp.errors import SccError
 
 # The roles whose installs the bundle covers, in the order site.yml runs them.
 ROLES = ("cpfs_client", "gpu_driver", "cuda", "nccl", "cudnn", "openmpi", "python36", "pytorch", "tensorflow", "aiacc",
-         "ib_check", "nccl_tests", "bert")
+         "monitoring", "ib_check", "nccl_tests", "bert")
 DEFAULT_IMAGE = "scc-testbed:bookworm"
 RELEASE = "debian-12"
 OS_KEY = "Debian-12"
@@ -45,14 +45,16 @@ _KEYS = (
     "openmpi_method", "cpfs_client_backend", "cpfs_client_cpfs_nfs_package", "cpfs_client_lustre_package",
     "bert_corpus_source", "bert_corpus_debian_package", "bert_corpus_debian_package_version",
     "ib_check_required", "ib_check_install_packages", "ib_check_packages",
-    "gpu_driver_method", "cuda_method", "nccl_method", "cudnn_method", *urls.KEYS,
+    "gpu_driver_method", "cuda_method", "nccl_method", "cudnn_method",
+    "scc_monitoring_enabled", "monitoring_node_exporter_install", "monitoring_node_exporter_version",
+    "monitoring_server_enabled", "monitoring_server_version", *urls.KEYS,
 )
 # A Docker image reference: [registry[:port]/]name[/name...][:tag][@sha256:digest], names in lower case.
 _NAME = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _IMAGE = re.compile(rf"^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?{_NAME}(?:/{_NAME})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?"
                     r"(?:@sha256:[0-9a-f]{64})?$")
 _DEFAULT_ROLES = ("python36", "pytorch", "tensorflow", "openmpi", "cpfs_client", "bert", "ib_check", "gpu_driver",
-                  "cuda", "nccl", "cudnn", "aiacc", "nccl_tests")
+                  "cuda", "nccl", "cudnn", "aiacc", "nccl_tests", "monitoring")
 
 
 @dataclass
@@ -104,6 +106,7 @@ def role_tables(root: Path) -> dict[str, Any]:
         "openmpi": _yaml(root / "roles/openmpi/vars/Debian-12.yml")["_openmpi_packages"],
         "cpfs_client": _yaml(root / "roles/cpfs_client/vars/Debian.yml")["_cpfs_client_packages"],
         "ib_check": _yaml(root / "roles/ib_check/vars/main.yml")["_ib_check_packages_by_family"]["Debian"],
+        "monitoring": _yaml(root / "roles/monitoring/vars/Debian-12.yml"),
     }
 
 
@@ -261,6 +264,16 @@ def plan_node(node: str, s: Mapping[str, Any], tables: Mapping[str, Any], plan: 
         key = {"cpfs_nfs": "cpfs_client_cpfs_nfs_package", "cpfs_lustre": "cpfs_client_lustre_package"}.get(backend)
         if key and s.get(key):
             plan.unfetched[key] = "a vendor package file: copy it to the nodes (not bundled yet)"
+
+    if "monitoring" in roles and _as_bool(s.get("scc_monitoring_enabled", True)):
+        # node_exporter on every node, Prometheus for the server host: one bundle serves every node.
+        for switch, version_key, package, pinned in (
+                ("monitoring_node_exporter_install", "monitoring_node_exporter_version", "prometheus-node-exporter",
+                 "_monitoring_node_exporter_package"),
+                ("monitoring_server_enabled", "monitoring_server_version", "prometheus", "_monitoring_server_package")):
+            if _as_bool(s.get(switch, True)):
+                version = str(s.get(version_key) or "")
+                plan.add_debian("monitoring", [f"{package}={version}" if version else tables["monitoring"][pinned]])
 
     if "ib_check" in roles and _as_bool(s.get("ib_check_required", False)) \
             and _as_bool(s.get("ib_check_install_packages", True)):

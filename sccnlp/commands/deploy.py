@@ -58,8 +58,8 @@ def bundle_dir(path: str, option: str = "-e scc_bundle_dir=") -> str:
 def register(sub: argparse._SubParsersAction) -> None:
     parser = add_command(
         sub, "deploy", "take the nodes from bare to training-ready (site.yml)",
-        details="Runs playbooks/site.yml (preflight, cluster, storage, gpu_stack, runtime, validate), or one phase\n"
-                "with --playbook, and prints a per-host summary. Tags are those of the playbook's roles\n"
+        details="Runs playbooks/site.yml (preflight, cluster, storage, gpu_stack, runtime, monitoring, validate), or\n"
+                "one phase with --playbook, and prints a per-host summary. Tags are those of the playbook's roles\n"
                 "(`ansible-playbook --list-tags site.yml`: cluster, cpfs_client, nccl, pytorch, ...); a tag the\n"
                 "playbook does not have is refused before anything runs, with the list of its tags.",
         examples=["sccnlp deploy -i inventory/static/hosts.yml", "sccnlp deploy -i inventory/static/hosts.yml --check",
@@ -73,7 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("-t", "--tags", help="only these tags, comma-separated (e.g. cluster,cpfs_client)")
     parser.add_argument("--playbook", default="site",
                         help="playbook under playbooks/ (site, preflight, cluster, storage, gpu_stack, runtime, "
-                             "validate, bert, ...) or a path to a .yml file [%(default)s]")
+                             "monitoring, validate, bert, ...) or a path to a .yml file [%(default)s]")
     parser.add_argument("--bundle", metavar="DIR",
                         help="install only from this offline bundle (sccnlp bundle build) on this machine: it is "
                              "checked here, copied to every node (/var/lib/scc-bundle) and checked there; sets "

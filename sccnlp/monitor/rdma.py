@@ -1,4 +1,5 @@
-"""RDMA traffic monitor: per-port transmit/receive rates from the sysfs counters, on this machine or over ssh.
+"""RDMA traffic monitor: per-port transmit/receive rates from the sysfs counters, on this machine or over ssh (the
+fallback for clusters without Prometheus; sccnlp.monitor.prometheus reads the same rates from Prometheus).
 
 `port_xmit_data` / `port_rcv_data` count 4-byte words (multiplied by 4 here); `port_*_packets` count packets.
 A counter that goes down between samples is either a wrap (of a 32- or 64-bit counter, when the old value was
@@ -200,13 +201,15 @@ class Printer:
         self.live = not as_json and hasattr(stream, "isatty") and stream.isatty()
         self.last_lines = 0
 
-    def emit(self, rates: list[PortRate]) -> None:
-        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    def emit(self, rates: list[PortRate], stamp: Optional[float] = None) -> None:
+        """One round of rows: the ssh reader's (now) or Prometheus' (at `stamp`, Unix seconds, for history)."""
+        when = datetime.now(timezone.utc) if stamp is None else datetime.fromtimestamp(stamp, timezone.utc)
+        stamp_text = when.isoformat(timespec="seconds")
         if self.as_json:
             for rate in rates:
-                print(json.dumps({"time": stamp, **asdict(rate)}), file=self.stream, flush=True)
+                print(json.dumps({"time": stamp_text, **asdict(rate)}), file=self.stream, flush=True)
             return
-        lines = [f"RDMA traffic at {stamp}", format_table(rates)]
+        lines = [f"RDMA traffic at {stamp_text}", format_table(rates)]
         text = "\n".join(lines)
         if self.live and self.last_lines:
             self.stream.write(f"\x1b[{self.last_lines}F\x1b[J")

@@ -237,6 +237,19 @@ def _controller_key(tb: Testbed) -> str:
     return tb.key.with_suffix(".pub").read_text().strip()
 
 
+# A node's sysfs as node_exporter reads it (monitoring_node_exporter_sysfs_path): every entry of the real /sys and of
+# /sys/class linked in, and an empty class/infiniband of its own, where the tests put an RDMA test double's devices
+# (a container's /sys is read-only and has no RDMA device).
+SYSFS_DOUBLE = "/var/lib/scc-testbed/sys"
+
+
+def _sysfs_double(node: Node) -> None:
+    script = (f"d={SYSFS_DOUBLE}; mkdir -p $d/class/infiniband && "
+              "for e in /sys/*; do [ \"${e##*/}\" = class ] || ln -sfn \"$e\" $d/; done && "
+              "for c in /sys/class/*; do [ \"${c##*/}\" = infiniband ] || ln -sfn \"$c\" $d/class/; done")
+    _exec(node.container, "sh", "-c", script)
+
+
 def _authorize(node: Node, pubkey: str) -> None:
     script = ("install -d -m 0700 /root/.ssh && touch /root/.ssh/authorized_keys && chmod 0600 "
               f"/root/.ssh/authorized_keys && (grep -qxF '{pubkey}' /root/.ssh/authorized_keys || "
@@ -263,6 +276,10 @@ def write_inventory(tb: Testbed) -> Path:
         "python36_pip_ca_bundle_src": tb.spec.ca_bundle,
         "python36_pip_find_links": [wheel_dir] if wheel_dir else [],
         "ib_check_required": False,
+        # node_exporter reads a copy of the node's sysfs whose class/infiniband the tests fill with an RDMA double;
+        # scrapes every 5 s, so that the tests wait less for Prometheus to see a change.
+        "monitoring_node_exporter_sysfs_path": SYSFS_DOUBLE,
+        "monitoring_server_scrape_interval": "5s",
         # A container's boot_id is the host's; systemd's start time changes on every container restart (a reboot:
         # systemd exits, Docker's restart policy starts the container again).
         "node_reboot_boot_time_command": "systemctl show -p UserspaceTimestampMonotonic --value",
@@ -320,6 +337,7 @@ def up(spec: TestbedSpec, log: Log = print, storage: bool = True) -> Testbed:
     for node in tb.nodes:
         hostkey = _wait_ssh_ready(node)
         _authorize(node, pubkey)
+        _sysfs_double(node)
         lines.append(f"{node.ip},{node.name} {hostkey}")
     tb.known_hosts.write_text("\n".join(lines) + "\n")
     tb.save()

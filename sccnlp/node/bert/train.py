@@ -19,7 +19,7 @@ import os
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -125,6 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--client-lease", default="", help="file the launching client rewrites while it follows the run")
     p.add_argument("--client-lease-timeout", type=float, default=0.0,
                    help="seconds without a lease renewal before the run checkpoints and stops (0 = never)")
+    p.add_argument("--textfile-dir", default="",
+                   help="node_exporter's textfile directory: rank 0 writes the heartbeat there (scc_training.prom)")
     p.add_argument("--inject-nonfinite", default="", metavar="PARAM@STEP",
                    help="testing aid: turn PARAM's gradient into NaN at optimizer step STEP")
     return p
@@ -278,6 +280,17 @@ def build_loader(args: argparse.Namespace, shape: DataShape, comm: Comm) -> Any:
     return loader
 
 
+def build_export(args: argparse.Namespace, rank: int, output_dir: Path | None,
+                 log: Callable[[str], None]) -> Any:
+    """Rank 0's heartbeat for node_exporter's textfile collector (sccnlp.node.textfile.TrainingExport) with
+    --textfile-dir, else None."""
+    if not args.textfile_dir or rank != 0:
+        return None
+    from sccnlp.node.textfile import TrainingExport
+
+    return TrainingExport(args.textfile_dir, output_dir.name if output_dir is not None else "bert", log)
+
+
 def peak_flops(device: Any, override_tflops: float = 0.0) -> float:
     """Dense bf16 peak per GPU from its name (sccnlp.node.bert.metrics); 0 when unknown or on CPU."""
     if override_tflops:
@@ -387,6 +400,9 @@ class Trainer:
             self.output_dir.mkdir(parents=True, exist_ok=True)
             checkpoint.remove_partial(self.output_dir)
         self.resume()
+        self.export = build_export(args, self.rank, self.output_dir, self.log)
+        if self.export is not None:
+            self.export.beat(self.step)
         if self.comm.hvd is not None:
             self.comm.hvd.broadcast_parameters(self.model.state_dict(), root_rank=0)
             self.comm.hvd.broadcast_optimizer_state(self.optimizer, root_rank=0)
@@ -500,6 +516,8 @@ class Trainer:
             else:
                 checkpoint.prune(self.output_dir, self.args.keep_checkpoints)
                 self.log(f"saved checkpoint {path}")
+                if self.export is not None:
+                    self.export.checkpoint()
         failure = str(self.comm.all_gather_object(failure)[0])
         if failure:
             raise CheckpointWriteFailed(failure, echo=self.rank == 0)
@@ -592,6 +610,8 @@ class Trainer:
         if self.output_dir is not None and not checkpoint.path_for(self.output_dir, self.step).exists():
             self.save_checkpoint()
         self.log(f"done: step={self.step} skipped={self.skipped}")
+        if self.export is not None:
+            self.export.beat(self.step, completed=True)
         return 0
 
     def agree_on_action(self) -> int:
@@ -623,10 +643,13 @@ class Trainer:
                 "world_size": self.world, "global_batch": self.global_batch}
 
     def write_metrics(self, record: dict[str, Any]) -> None:
-        """Rank 0: the human line on stdout and the JSON line in <output-dir>/metrics.jsonl."""
+        """Rank 0: the human line on stdout, the heartbeat for node_exporter (--textfile-dir) and the JSON line in
+        <output-dir>/metrics.jsonl."""
         if self.rank != 0:
             return
         print(format_line(record), flush=True)
+        if self.export is not None:
+            self.export.beat(self.step, record["loss"], record["seq_per_s"])
         if self.output_dir is None:
             return
         path = self.output_dir / "metrics.jsonl"

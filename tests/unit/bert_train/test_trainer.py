@@ -69,6 +69,33 @@ def test_checkpoint_resume_continues_from_step(shard_dir: Path, tmp_path: Path, 
     assert (out_dir / "ckpt-30.pt").is_file()
 
 
+def test_rank0_writes_the_heartbeat_for_node_exporter(shard_dir: Path, tmp_path: Path, capsys) -> None:
+    """--textfile-dir: scc_training.prom holds the last step, loss and rate, the last checkpoint and completion;
+    a directory that does not exist is named once and the run goes on."""
+    out_dir, textfile_dir = tmp_path / "run-a", tmp_path / "textfile"
+    textfile_dir.mkdir()
+    common = [*BASE, "--data-dir", str(shard_dir), "--output-dir", str(out_dir), "--steps", "10",
+              "--ckpt-interval", "5"]
+    rc, stdout, _err = run_train([*common, "--textfile-dir", str(textfile_dir)], capsys)
+    assert rc == 0
+    text = (textfile_dir / "scc_training.prom").read_text()
+    samples = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if not line.startswith("#")}
+    last = lines(stdout)[-1]
+    assert samples['scc_training_step{run="run-a"}'] == 10
+    assert samples['scc_training_completed{run="run-a"}'] == 1
+    assert samples['scc_training_loss{run="run-a"}'] == pytest.approx(last["loss"], abs=1e-3)
+    assert samples['scc_training_sequences_per_second{run="run-a"}'] > 0
+    ckpt = samples['scc_training_last_checkpoint_timestamp_seconds{run="run-a"}']
+    assert abs(ckpt - (out_dir / "ckpt-5.pt").stat().st_mtime) < 60
+    assert samples['scc_training_heartbeat_timestamp_seconds{run="run-a"}'] >= ckpt
+    assert sorted(p.name for p in textfile_dir.iterdir()) == ["scc_training.prom"]
+
+    rc, stdout, _err = run_train([*common, "--steps", "12", "--textfile-dir", str(tmp_path / "absent")], capsys)
+    assert rc == 0
+    assert stdout.count(f"training metrics not exported: {tmp_path / 'absent'} does not exist") == 1
+
+
 def test_resume_continues_data_position(shard_dir: Path, tmp_path: Path, capsys) -> None:
     """Stopped at 7 and resumed to 13: the data position equals that of an uninterrupted 13-step run."""
     a, b = tmp_path / "a", tmp_path / "b"

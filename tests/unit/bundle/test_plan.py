@@ -31,6 +31,18 @@ def test_defaults_of_a_cpu_node_follow_the_roles_tables() -> None:
     assert plan.image == p.DEFAULT_IMAGE and not plan.unfetched
 
 
+def test_monitoring_packages_are_the_roles_pins_unless_left_out() -> None:
+    pins = p.role_tables(ROOT)["monitoring"]
+    plan = _plan({"n1": {"cpfs_client_backend": "glusterfs"}, "n2": {"cpfs_client_backend": "glusterfs"}})
+    assert plan.debian["monitoring"] == [pins["_monitoring_node_exporter_package"], pins["_monitoring_server_package"]]
+    assert pins["_monitoring_node_exporter_package"].startswith("prometheus-node-exporter=1.5.0")
+    own = _plan({"n1": {"cpfs_client_backend": "glusterfs", "monitoring_node_exporter_install": False,
+                        "monitoring_server_version": "2.42.0+ds-5"}})
+    assert own.debian["monitoring"] == ["prometheus=2.42.0+ds-5"]
+    off = _plan({"n1": {"cpfs_client_backend": "glusterfs", "scc_monitoring_enabled": False}})
+    assert "monitoring" not in off.debian
+
+
 def test_gpu_and_rdma_nodes_add_their_sets_and_packages_once() -> None:
     plan = _plan({"n1": {"cpfs_client_backend": "glusterfs", "gpu_count": 0},
                   "n2": {"cpfs_client_backend": "glusterfs", "gpu_count": 8, "rdma": True},

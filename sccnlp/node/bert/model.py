@@ -135,6 +135,6 @@ def fp8_problem(device_type: str, gpu_name: str, capability: tuple[int, int] | N
                 "(bert_precision: bf16)")
     if torchao_error:
         return (f"--precision fp8 needs torchao's float8 training in the training venv ({torchao_error}). Fix: "
-                "install the pip lock's torchao into the venv (role pytorch, pytorch_fp8: true) or use --precision "
+                "install torchao==0.18.0 into the training venv (it is not in the pip lock yet) or use --precision "
                 "bf16")
     return ""

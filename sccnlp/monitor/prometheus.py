@@ -8,6 +8,7 @@ counter resets itself. A port whose state is not ACTIVE (node_infiniband_state_i
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 import urllib.error
@@ -121,7 +122,7 @@ def _number(text: Any) -> Optional[float]:
         value = float(text)
     except (TypeError, ValueError):
         return None
-    return None if value != value else value  # NaN: no rate (a single sample in the window)
+    return None if math.isnan(value) else value  # NaN: no rate (a single sample in the window)
 
 
 def rows(series: Series, interval_s: float) -> list[PortRate]:

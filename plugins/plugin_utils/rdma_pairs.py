@@ -1,11 +1,12 @@
 # Copyright: scc.nlp_training contributors
 # Apache-2.0
-"""The verdicts of playbooks/rdma_verify.yml: perftest pairs in a ring judged against the line rate and a latency
-ceiling, the node at fault narrowed down, and the report's checks and curves.
+"""The RDMA pair verification of the ib_check role (tasks_from: pairs): the ring of RDMA nodes and each node's
+perftest arguments, then the perftest pairs judged against the line rate and a latency ceiling, the node at fault
+narrowed down, and the report's checks and curves.
 
 Pure functions over plain data: the perftest results recorded by roles/ib_check/tasks/perftest_round.yml (tool,
 client, server, rc, parsed output of parse_perftest, stderr) and the RDMA devices of ib_check_facts. The filters
-rdma_pairs_judge and rdma_pairs_report are thin wrappers; roles/ib_check/tasks/perftest_results.yml uses them."""
+rdma_pairs_ring, rdma_perftest_args, rdma_pairs_judge and rdma_pairs_report are thin wrappers."""
 
 from __future__ import annotations
 
@@ -31,6 +32,23 @@ def active_port(host: str, devices: Sequence[Mapping[str, Any]]) -> tuple[Mappin
                 return device, port
     raise ValueError("%s: no ACTIVE RDMA port in ib_check_facts.devices; check the link with ibstat "
                      "(role ib_check, tasks_from: facts, reads it)" % host)
+
+
+def ring(hosts: Sequence[str]) -> list[dict[str, str]]:
+    """Each RDMA node is the client of the next (1->2, ..., n->1); no pair with fewer than two nodes."""
+    hosts = list(hosts)
+    if len(hosts) < 2:
+        return []
+    return [{"client": h, "server": hosts[(i + 1) % len(hosts)]} for i, h in enumerate(hosts)]
+
+
+def perftest_args(host: str, devices: Sequence[Mapping[str, Any]], tcp_port: int) -> list[str]:
+    """perftest's arguments for a host's first ACTIVE port: device, port, the RoCE v2 GID on Ethernet, TCP port."""
+    device, port = active_port(host, devices)
+    args = ["-d", str(device.get("name")), "-i", str(port.get("port"))]
+    if port.get("link_layer") == "Ethernet" and port.get("roce_v2_gid_index") is not None:
+        args += ["-x", str(port.get("roce_v2_gid_index"))]
+    return [*args, "-p", str(tcp_port)]
 
 
 def _first(results: Sequence[Mapping[str, Any]], client: str, tool: str) -> Mapping[str, Any]:

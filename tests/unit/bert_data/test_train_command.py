@@ -92,3 +92,10 @@ def test_done_names_the_shared_copy_of_the_node_local_log(monkeypatch: pytest.Mo
     out = capsys.readouterr().out
     assert "training: 3 ranks from n1, log /var/lib/scc/bert/r/train-1.log" in out
     assert "  log          /mnt/cpfs/bert/runs/r/logs/train-1.log" in out
+
+
+def test_rank_hosts_follow_the_hostfile() -> None:
+    from plugins.plugin_utils.bert_launch import rank_hosts
+
+    assert rank_hosts(["n1", "n2", "n3"], [2, "1", 0]) == ["n1", "n1", "n2"]
+    assert rank_hosts([], []) == []

@@ -102,3 +102,14 @@ def test_duplicate_files_and_credentials(tmp_path: Path) -> None:
         m.manifest([entry, entry], TARGET)
     assert m.safe_source("https://user:secret@mirror.invalid:8443/aiacc/x.whl?Signature=abc#f") == \
         "https://mirror.invalid:8443/aiacc/x.whl"
+
+
+def test_bundle_target_against_the_node() -> None:
+    from plugins.plugin_utils.bundle_target import mismatch
+
+    node = {"release": "12", "arch": "amd64", "python": "3.11"}
+    assert mismatch({"release": "12", "arch": "amd64", "python": "3.11"}, node) == []
+    assert mismatch({"release": "11", "arch": "arm64", "python": "3.11"}, node) == [
+        "release 11 (the node has 12)", "arch arm64 (the node has amd64)"]
+    assert mismatch({}, node) == ["release ? (the node has 12)", "arch ? (the node has amd64)",
+                                  "python ? (the node has 3.11)"]

@@ -43,3 +43,12 @@ def test_failed_wrong_and_missing_logins():
 
 def test_short_line():
     assert ssh_problems(["n2"], ["n2"], {"n2": "n2"}) == ['to n2 (rc , printed "", expected "n2"): ']
+
+
+def test_host_key_lines_leave_out_the_comment():
+    from plugins.plugin_utils.ssh_keys import host_key_lines
+
+    ed = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ7k8f2m root@clu-node1\n"
+    rsa = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQC7 root@clu-node1\n"
+    assert host_key_lines([rsa, ed, ""]) == ["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ7k8f2m",
+                                             "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABgQC7"]

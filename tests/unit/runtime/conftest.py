@@ -1,23 +1,24 @@
-"""Fixtures for the runtime roles' unit tests: the aiacc role's decision logic loaded by path, recorded outputs."""
+"""Fixtures for the runtime roles' unit tests: the aiacc role's decisions (plugin_utils.aiacc), recorded outputs."""
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
+from sccnlp.runner import _collections_path
+
+for entry in reversed(_collections_path().split(":")):
+    if entry and entry not in sys.path:
+        sys.path.insert(0, entry)
 
 
 @pytest.fixture(scope="session")
 def aiacc() -> ModuleType:
-    path = ROOT / "roles" / "aiacc" / "files" / "aiacc_logic.py"
-    spec = importlib.util.spec_from_file_location("scc_aiacc_filters", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from ansible_collections.scc.nlp_training.plugins.plugin_utils import aiacc as module
+
     return module
 
 

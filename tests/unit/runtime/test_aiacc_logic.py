@@ -151,11 +151,58 @@ def test_check_build_parser_garbage(aiacc: ModuleType) -> None:
         "version": "", "frameworks": {}, "controllers": {}, "operations": {}}
 
 
-def test_command_line_entry_prints_json(aiacc: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
-    """The role calls the file through the pipe lookup: one JSON request in argv, one JSON answer on stdout."""
-    import json
+PLAN = {"backend": "auto", "fallback": "native", "framework": "pytorch", "wheel_url": "", "wheel_dir": "",
+        "conda_archive": "", "wheel_sha256": "", "conda_sha256": "", "package_version": "",
+        "gradient_compression": "none", "streams": 6, "fusion_threshold_bytes": 134217728, "cycle_time_ms": 1,
+        "extra_env": {}}
 
-    assert aiacc.main(["x", json.dumps({"call": "aiacc_source", "args": ["", "/w", ""]})]) == 0
-    assert json.loads(capsys.readouterr().out) == "wheel_dir"
-    aiacc.main(["x", json.dumps({"call": "aiacc_env", "args": ["native", {"extra": {"A-B": 1}}]})])
-    assert "not a valid environment variable name" in json.loads(capsys.readouterr().out)["error"]
+
+def test_plan_with_defaults_has_no_problem(aiacc: ModuleType) -> None:
+    assert aiacc.aiacc_plan("n1", PLAN) == {
+        "source": "", "problems": [],
+        "pre": {"backend": "native", "reason": "no AIACC-Training source configured; fallback native", "error": ""}}
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({"backend": "aiacc"},
+     "n1: aiacc_backend is 'aiacc' but no AIACC-Training source is configured: set aiacc_wheel_url"),
+    ({"wheel_url": "https://mirror.example/p.whl"}, "n1: aiacc_wheel_url needs aiacc_wheel_sha256 (64 hex digits"),
+    ({"wheel_dir": "/opt/wheels", "wheel_sha256": "a" * 64},
+     "n1: aiacc_wheel_dir needs aiacc_package_version and aiacc_wheel_sha256 (the wheel is installed with"),
+    ({"conda_archive": "/x.tar.gz"}, "n1: aiacc_conda_archive needs aiacc_conda_sha256"),
+    ({"wheel_url": "https://m/p.whl", "wheel_dir": "/opt/wheels"},
+     "n1: set only one AIACC-Training source, not aiacc_wheel_url and aiacc_wheel_dir"),
+    ({"gradient_compression": "bf16"}, "n1: aiacc_gradient_compression 'bf16' is not supported by the aiacc backend"),
+    ({"streams": 0}, "n1: aiacc_streams must be at least 1 (got 0)"),
+    ({"fusion_threshold_bytes": -1}, "n1: aiacc_fusion_threshold_bytes must be >= 0 bytes"),
+    ({"cycle_time_ms": "0"}, "n1: aiacc_cycle_time_ms must be > 0 (milliseconds)"),
+    ({"extra_env": {"BAD-NAME": "1", "OK": "2"}},
+     "n1: aiacc_extra_env has names that are not environment variable names: BAD-NAME"),
+])
+def test_plan_names_the_setting_and_the_fix(aiacc: ModuleType, change: dict, says: str) -> None:
+    problems = aiacc.aiacc_plan("n1", {**PLAN, **change})["problems"]
+    assert len(problems) == 1 and problems[0].startswith(says), problems
+
+
+def test_horovod_build_problems_on_recorded_check_build(aiacc: ModuleType, data_dir: Path) -> None:
+    torch_nccl = (data_dir / "horovodrun_check_build_0.28.1_pytorch_nccl.txt").read_text()
+    assert aiacc.horovod_build_problems(torch_nccl, "n1", "pytorch", 8) == []
+    assert aiacc.horovod_build_problems(torch_nccl, "n1", "tensorflow", 0) == [
+        "n1: Horovod 0.28.1 was built without TensorFlow (`horovodrun --check-build`); uninstall it (pip uninstall "
+        "horovod) and run the role again with the framework importable"]
+    tf_torch = (data_dir / "horovodrun_check_build_0.22.1_tf_torch.txt").read_text()
+    nccl = aiacc.horovod_check_build(tf_torch)["operations"].get("NCCL")
+    assert bool(aiacc.horovod_build_problems(tf_torch, "n1", "tensorflow", 1)) == (not nccl)
+
+
+def test_backend_probe(aiacc: ModuleType) -> None:
+    line = '{"framework": "torch 2.13.0+cpu", "nccl": false, "gloo": true, "mpi": false}'
+    assert aiacc.backend_problems("n1", "native", 0, [line], [], "/v/bin/python", 0) == (
+        {"framework": "torch 2.13.0+cpu", "nccl": False, "gloo": True, "mpi": False}, [])
+    problems = aiacc.backend_problems("n1", "native", 0, [line], [], "/v/bin/python", 8)[1]
+    assert problems == ["n1: backend native: torch 2.13.0+cpu has no NCCL in torch.distributed; install an official "
+                        "framework build"]
+    assert aiacc.backend_problems("n1", "horovod", 1, [], ["", "ModuleNotFoundError: No module named 'horovod'"],
+                                  "/v/bin/python", 0)[1] == [
+        "n1: backend horovod: the check with /v/bin/python failed (ModuleNotFoundError: No module named 'horovod'); "
+        "install the framework first (roles pytorch/tensorflow) and run the role again"]

@@ -1,5 +1,6 @@
-"""RDMA pair verdicts of playbooks/rdma_verify.yml (plugins/plugin_utils/rdma_pairs.py) on recorded perftest output
-and the recorded ConnectX-6 sysfs tree: pass, a slow pair, the node at fault, failed tools, the report checks."""
+"""RDMA pair verdicts of the ib_check role's pairs entry point (plugins/plugin_utils/rdma_pairs.py) on recorded
+perftest output and the recorded ConnectX-6 sysfs tree: the ring and perftest arguments, pass, a slow pair, the node
+at fault, failed tools, the report checks."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 from ansible_collections.scc.nlp_training.plugins.module_utils.parsers.perftest import parse_perftest
 
+from plugins.plugin_utils import rdma_pairs
 from plugins.plugin_utils.rdma_pairs import active_port, judge_pairs, narrow_faults, report
 
 from .conftest import FIXTURES, RDMA_TREE
@@ -148,3 +150,18 @@ def test_no_pairs_is_a_skip():
         "detail": "RDMA devices on 1 of 3 nodes (n1): perftest pairs skipped; NCCL uses TCP where there is no RDMA"}]
     assert report([], [], [], 0.9, 10, [], 2)["checks"][0]["detail"] == (
         "RDMA devices on 0 of 2 nodes: perftest pairs skipped; NCCL uses TCP where there is no RDMA")
+
+
+def test_ring_of_rdma_nodes() -> None:
+    assert rdma_pairs.ring(["n1", "n2", "n3"]) == [{"client": "n1", "server": "n2"}, {"client": "n2", "server": "n3"},
+                                                   {"client": "n3", "server": "n1"}]
+    assert rdma_pairs.ring(["n1", "n2"]) == [{"client": "n1", "server": "n2"}, {"client": "n2", "server": "n1"}]
+    assert rdma_pairs.ring(["n1"]) == [] and rdma_pairs.ring([]) == []
+
+
+def test_perftest_args_of_the_recorded_port(rdma_sysfs) -> None:
+    devices = rdma_sysfs.read_tree(str(RDMA_TREE))[1]
+    assert rdma_pairs.perftest_args("n1", devices, 18515) == ["-d", "mlx5_0", "-i", "1", "-x", "3", "-p", "18515"]
+    infiniband = [{"name": "mlx5_1", "ports": [{"port": 1, "state": "ACTIVE", "link_layer": "InfiniBand",
+                                                "roce_v2_gid_index": None}]}]
+    assert rdma_pairs.perftest_args("n1", infiniband, 1) == ["-d", "mlx5_1", "-i", "1", "-p", "1"]

@@ -1,5 +1,6 @@
 """roles/ib_check/tasks/perftest_results.yml through ansible-playbook on recorded perftest results (three local
-hosts, no RDMA needed): the fragment it writes and the one-line failure naming the pairs and the node at fault."""
+hosts, no RDMA needed): the fragment it writes, the one-line failure naming the pairs and the node at fault, the
+floors of sccnlp/data/floors.yml as the defaults and the inventory's ib_check_pairs_* winning over them."""
 
 from __future__ import annotations
 
@@ -26,13 +27,8 @@ PLAYBOOK = """
   hosts: ring
   gather_facts: false
   vars:
-    rdma_verify_min_fraction: 0.9
-    rdma_verify_max_latency_us: 10
-    rdma_verify_duration: 5
-    rdma_verify_report_dir: "{{ report_dir }}"
+    ib_check_pairs_report_dir: "{{ report_dir }}"
     validate_cluster_name: unit
-    _rv_hosts: [n1, n2, n3]
-    _rv_ring: [{client: n1, server: n2}, {client: n2, server: n3}, {client: n3, server: n1}]
   tasks:
     - name: The facts the perftest rounds leave
       ansible.builtin.set_fact:
@@ -45,7 +41,8 @@ PLAYBOOK = """
 """
 
 
-def run_results(tmp_path: Path, rdma_sysfs: Any, slow: tuple[str, ...], collections: str | None = None):
+def run_results(tmp_path: Path, rdma_sysfs: Any, slow: tuple[str, ...], collections: str | None = None,
+                group_vars: dict[str, Any] | None = None):
     bw = parse_perftest((PERFTEST / "ib_write_bw_gbits_sweep_roce.txt").read_text())
     lat = parse_perftest((PERFTEST / "ib_write_lat_mlx4_cpufreq_warnings.txt").read_text())
     results = {}
@@ -62,7 +59,7 @@ def run_results(tmp_path: Path, rdma_sysfs: Any, slow: tuple[str, ...], collecti
     (tmp_path / "extra.json").write_text(json.dumps(extra))
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(
-        {"all": {"children": {"ring": {"hosts": {h: local for h in HOSTS}}}}}))
+        {"all": {"children": {"ring": {"hosts": {h: local for h in HOSTS}, "vars": group_vars or {}}}}}))
     (tmp_path / "play.yml").write_text(PLAYBOOK)
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections or _collections_path(), ANSIBLE_NOCOLOR="1",
                ANSIBLE_CALLBACK_RESULT_FORMAT="json", ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_HOME=str(tmp_path))
@@ -94,3 +91,15 @@ def test_node_at_fault(tmp_path, rdma_sysfs):
     assert (f"RDMA pairs below 90% of line rate or above 10 us: n1->n2, n2->n3; node at fault: n2. "
             f"Details in {tmp_path}/report/fragments/rdma.json.") in proc.stdout
     assert [(c["name"], c["status"]) for c in data["cluster"]["checks"]][-1] == ("rdma_node_at_fault n2", "fail")
+
+
+def test_the_inventory_floors_win(tmp_path, rdma_sysfs):
+    """Group vars of the inventory (not play vars) set the floors: 46 of 100 Gb/s passes at 0.4."""
+    proc, data = run_results(tmp_path, rdma_sysfs, slow=("n1", "n2"),
+                             group_vars={"ib_check_pairs_min_fraction": 0.4, "ib_check_pairs_max_latency_us": 20})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    checks = data["cluster"]["checks"]
+    assert {c["status"] for c in checks} == {"pass"}
+    assert checks[0]["detail"] == (
+        "n1: rdma_write_bw 46.0 >= floor 40.0 (40% of 100.0 Gb/s line rate, mlx5_0:1 -> mlx5_0:1 on n2)")
+    assert "20" in checks[1]["detail"], checks[1]

@@ -66,3 +66,31 @@ def test_check_mode_writes_no_probe():
 def test_dd_time_unreadable():
     out = verdict({"rc": 0, "stderr": "67108864 bytes copied, 1.2e-05 s"}, [FULL, FULL, FULL])
     assert out["measurements"][1]["value"] is None
+
+
+# `gluster volume info gv0` of the test bed's replica-2 volume (GlusterFS 10.3, Debian 12).
+VOLUME_INFO = """
+Volume Name: gv0
+Type: Replicate
+Volume ID: 5b1d8c4e-7e0f-4a53-9b39-1c8e9f0c2a11
+Status: Started
+Snapshot Count: 0
+Number of Bricks: 1 x 2 = 2
+Transport-type: tcp
+Bricks:
+Brick1: clu-node1:/bricks/gv0
+Brick2: 10.91.0.12:/bricks/gv0
+Options Reconfigured:
+cluster.granular-entry-heal: on
+"""
+
+
+def test_bricks_on_hosts_the_inventory_still_has():
+    from plugins.plugin_utils.shared_storage import orphan_bricks
+
+    assert orphan_bricks(VOLUME_INFO, ["clu-node1", "clu-node2", "10.91.0.12"]) == []
+    assert orphan_bricks(VOLUME_INFO, ["clu-node1.example", "clu-node1"]) == [
+        {"host": "10.91.0.12", "brick": "10.91.0.12:/bricks/gv0"}]
+    assert orphan_bricks(VOLUME_INFO.replace("clu-node1:", "clu-node1.cluster.local:"), ["clu-node1"]) == [
+        {"host": "10.91.0.12", "brick": "10.91.0.12:/bricks/gv0"}]
+    assert orphan_bricks("", ["x"]) == []

@@ -80,7 +80,9 @@ def test_limit_to_one_node_writes_what_a_full_run_writes(tmp_path, hosts):
     run = _timed("limit_one_node_cluster_yml", playbook(inv, "cluster.yml", "--limit", LIMITED))
     assert run.rc == 0, run.tail()
     assert set(run.recap) == {LIMITED}, run.recap
-    assert run.recap[LIMITED]["changed"] >= 3, run.recap   # it did repair the three files
+    # One node_files run writes the cluster files (the hosts block, the hostfile and the authorized key among them):
+    # it reports the repair once; the comparison below proves each of the three is back.
+    assert run.recap[LIMITED]["changed"] >= 1, run.recap
     assert _everywhere(hosts, NAMES) == full   # byte-identical to the full run's, on it and (untouched) on the others
 
 

@@ -241,15 +241,25 @@ def check_inventory_yaml(inventory: Path) -> None:
             for _node in yaml.compose_all(text, Loader=yaml.SafeLoader):
                 pass
         except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
-            context = ""
-            if exc.context and exc.context_mark and exc.context_mark is not mark:
-                context = f" ({exc.context} at line {exc.context_mark.line + 1}, column {exc.context_mark.column + 1})"
-            raise SccError(f"inventory {where}: YAML error: {exc.problem}{context}; fix the YAML there "
+            position, problem = yaml_problem(exc)
+            where = f"{path}, {position}" if position else str(path)
+            raise SccError(f"inventory {where}: YAML error: {problem}; fix the YAML there "
                            "(indentation, a missing ':', an unclosed bracket or quote)") from exc
         except yaml.YAMLError as exc:
             raise SccError(f"inventory {path}: YAML error: {_one_line(exc)}; fix the YAML there") from exc
+
+
+def yaml_problem(exc: yaml.YAMLError) -> tuple[str, str]:
+    """Where a YAML error is ('line L, column C', or '' when it has no position) and what it is, in one line (with
+    the position of its context, such as the bracket left open)."""
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        return "", _one_line(exc)
+    mark = exc.problem_mark or exc.context_mark
+    position = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    context = ""
+    if exc.context and exc.context_mark and exc.context_mark is not mark:
+        context = f" ({exc.context} at line {exc.context_mark.line + 1}, column {exc.context_mark.column + 1})"
+    return position, f"{exc.problem}{context}"
 
 
 # Tags Ansible itself understands whatever the playbook holds.

@@ -9,8 +9,9 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from sccnlp import runner
-from sccnlp.commands import add_command
+from sccnlp.commands import add_command, add_extra_vars_option
 from sccnlp.errors import SccError
+from sccnlp.extravars import parse_extra_vars
 
 FOLLOW_TASK = "Follow the training log"
 WHERE_TASK = "Show where the run writes"
@@ -46,8 +47,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--vocab", help="a given vocab.txt on the first node (bert_vocab_file)")
     p.add_argument("--vocab-size", type=int, help="vocabulary size (bert_vocab_size)")
     p.add_argument("--data-only", action="store_true", help="prepare the data, do not launch training")
-    p.add_argument("-e", "--extra-var", action="append", default=[], metavar="KEY=VALUE",
-                   help="any other bert_* setting (repeatable)")
+    add_extra_vars_option(p, "-e bert_dupe_factor=2 for any other bert_* setting")
     p.add_argument("--limit", help="Ansible --limit")
     p.add_argument("--check", action="store_true", help="check mode: show what would change")
     p.add_argument("-v", "--verbose", action="store_true", help="show every task")
@@ -74,28 +74,8 @@ def extravars(args: argparse.Namespace) -> dict[str, Any]:
             out.update(bert_corpus_source="path", bert_corpus_path=args.corpus)
     if args.data_only:
         out["bert_launch"] = False
-    for item in args.extra_var:
-        key, sep, value = item.partition("=")
-        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
-            raise SccError(f"-e {item!r}: write KEY=VALUE, e.g. -e bert_dupe_factor=2")
-        out[key] = _scalar(value)
+    out.update(parse_extra_vars(args.extra_var))
     return out
-
-
-def _scalar(text: str) -> Any:
-    """YAML-like scalars for -e values: ints, floats, true/false, [a, b] lists; otherwise the string."""
-    import yaml
-
-    try:
-        value = yaml.safe_load(text) if text else ""
-    except yaml.YAMLError:
-        return text
-    if isinstance(value, str):
-        try:
-            return float(value)  # YAML 1.1 reads 1e-3 as a string
-        except ValueError:
-            return value
-    return value
 
 
 class ProgressPrinter:

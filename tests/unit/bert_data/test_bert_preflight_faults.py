@@ -3,23 +3,9 @@ a real ansible-playbook run of `tasks/preflight.yml` on localhost (settings only
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
+from typing import Any
 
 import pytest
-
-PLAY = """
-- hosts: localhost
-  connection: local
-  gather_facts: false
-  tasks:
-    - ansible.builtin.include_role:
-        name: scc.nlp_training.bert
-        tasks_from: preflight
-"""
 
 
 @pytest.mark.parametrize(("setting", "message"), [
@@ -31,23 +17,12 @@ PLAY = """
     ({"bert_ckpt_minutes": -1}, "bert_ckpt_minutes is -1: set 0 (off) or more"),
     ({"bert_min_free_gib": -1}, "bert_min_free_gib is -1: set 0 (automatic) or the GiB a launch needs free"),
 ])
-def test_bad_fault_settings_are_refused(tmp_path: Path, collections_path: str, setting: dict, message: str) -> None:
-    (tmp_path / "play.yml").write_text(PLAY)
-    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": collections_path, "ANSIBLE_STDOUT_CALLBACK": "json",
-           "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_LOCALHOST_WARNING": "0"}
-    got = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,",
-                          str(tmp_path / "play.yml"), "-e", json.dumps(setting)], capture_output=True, text=True,
-                         env=env, timeout=300, check=False)
+def test_bad_fault_settings_are_refused(bert_tasks: Any, setting: dict, message: str) -> None:
+    got, msgs = bert_tasks("preflight", setting)
     assert got.returncode == 2, got.stdout[-2000:] + got.stderr[-2000:]
-    msgs = [r.get("msg", "") for play in json.loads(got.stdout)["plays"] for task in play["tasks"]
-            for r in task["hosts"].values() if r.get("failed")]
     assert msgs == [f"localhost: {message}"]
 
 
-def test_good_defaults_pass(tmp_path: Path, collections_path: str) -> None:
-    (tmp_path / "play.yml").write_text(PLAY)
-    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": collections_path, "ANSIBLE_LOCALHOST_WARNING": "0"}
-    got = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,",
-                          str(tmp_path / "play.yml")], capture_output=True, text=True, env=env, timeout=300,
-                         check=False)
-    assert got.returncode == 0 and "failed=0" in got.stdout, got.stdout[-2000:]
+def test_good_defaults_pass(bert_tasks: Any) -> None:
+    got, msgs = bert_tasks("preflight", {})
+    assert got.returncode == 0 and msgs == [], got.stdout[-2000:]

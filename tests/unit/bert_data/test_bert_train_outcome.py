@@ -4,21 +4,10 @@ the first node's own disk, its message leads with the storage line, and the shar
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-PLAY = """
-- hosts: localhost
-  connection: local
-  gather_facts: false
-  tasks:
-    - ansible.builtin.include_role:
-        name: scc.nlp_training.bert
-        tasks_from: train
-"""
 STORAGE_LINE = ("checkpoint {run}/ckpt-30.pt not written ([Errno 28] No space left on device); storage {run}: 0.00 "
                 "GiB free of 20.00 GiB. The previous checkpoint is kept.")
 MPIRUN = """#!/bin/bash
@@ -29,13 +18,11 @@ exit 78
 """
 
 
-def test_storage_failure_is_reported_from_the_node_local_outcome(tmp_path: Path, collections_path: str) -> None:
+def test_storage_failure_is_reported_from_the_node_local_outcome(bert_tasks: Any, tmp_path: Path) -> None:
     run_dir = tmp_path / "shared" / "runs" / "r"
     mpirun = tmp_path / "mpirun"
     mpirun.write_text(MPIRUN.format(line=STORAGE_LINE.format(run=run_dir)))
     mpirun.chmod(0o755)
-    (tmp_path / "play.yml").write_text(PLAY)
-    (tmp_path / "inventory.ini").write_text(f"localhost ansible_python_interpreter={sys.executable}\n")
     data = tmp_path / "shared" / "data" / "phase1_seq128"
     settings = {
         "bert_venv": str(Path(sys.executable).parent.parent), "bert_runs_root": str(tmp_path / "shared" / "runs"),
@@ -45,14 +32,8 @@ def test_storage_failure_is_reported_from_the_node_local_outcome(tmp_path: Path,
         "_bert_plan": {"data_dir": str(data.parent), "phase_dirs": {"1": str(data)}},
         "_bert_slot_hosts": ["localhost", "localhost"], "_bert_slot_counts": [1, 1],
     }
-    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": collections_path, "ANSIBLE_STDOUT_CALLBACK": "json",
-           "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_LOCALHOST_WARNING": "0"}
-    got = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp_path / "inventory.ini"),
-                          str(tmp_path / "play.yml"), "-e", json.dumps(settings)], capture_output=True, text=True,
-                         env=env, timeout=300, check=False)
+    got, msgs = bert_tasks("train", settings)
     assert got.returncode == 2, got.stdout[-3000:] + got.stderr[-2000:]
-    msgs = [r.get("msg", "") for play in json.loads(got.stdout)["plays"] for task in play["tasks"]
-            for r in task["hosts"].values() if r.get("failed")]
     assert len(msgs) == 1, msgs
     local_log = next((tmp_path / "local" / "r").glob("train-*.log"))
     assert msgs[0].startswith("BERT training failed (mpirun exit 78) on localhost: "

@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     up.add_argument("--no-storage", action="store_true", help="do not serve the GlusterFS volume")
     up.add_argument("--no-egress", action="store_true",
                     help="nodes without a route out (nothing forwarded beyond their network; deploy with --bundle)")
+    up.add_argument("--tensorflow", action="store_true",
+                    help="the deploy installs TensorFlow CPU as well (tensorflow_enabled), for sccnlp train "
+                         "--framework tensorflow")
     up.set_defaults(func=_up)
 
     for action, summary, details, examples, func in (
@@ -49,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _up(args: argparse.Namespace) -> int:
     spec = cluster.TestbedSpec(name=args.name, nodes=args.nodes, subnet=args.subnet, wheel_dir=args.wheel_dir,
-                               egress=not args.no_egress)
+                               egress=not args.no_egress, tensorflow=args.tensorflow)
     tb = cluster.up(spec, storage=not args.no_storage)
     print(tb.inventory)
     return 0

@@ -30,8 +30,12 @@ def register(subparsers: Any) -> None:
                 "checkpoint by default (--resume auto).",
         examples=["sccnlp train -i inventory/static/hosts.yml --model base --steps 1000",
                   "sccnlp train -i inventory/static/hosts.yml --data-only --corpus /mnt/shared/corpus.txt",
-                  "sccnlp train -i inventory/static/hosts.yml --model large --phase 2 --run-name exp1 --resume auto"])
+                  "sccnlp train -i inventory/static/hosts.yml --model large --phase 2 --run-name exp1 --resume auto",
+                  "sccnlp train -i inventory/static/hosts.yml --framework tensorflow --model base --steps 1000"])
     p.add_argument("-i", "--inventory", required=True, help="inventory of the cluster")
+    p.add_argument("--framework", choices=("pytorch", "tensorflow"),
+                   help="the trainer: pytorch (a rank per GPU) or tensorflow (MultiWorkerMirroredStrategy, a worker "
+                        "per node; AIACC's Horovod API when the aiacc role installed it) (bert_framework)")
     p.add_argument("--model", choices=("tiny", "base", "large"), help="BERT size (bert_model)")
     p.add_argument("--phase", type=int, choices=(1, 2), help="1 = seq 128, 2 = seq 512 (bert_phase)")
     p.add_argument("--steps", type=int, help="optimizer steps (bert_steps)")
@@ -57,10 +61,10 @@ def register(subparsers: Any) -> None:
 def extravars(args: argparse.Namespace) -> dict[str, Any]:
     """Command-line options -> role variables."""
     out: dict[str, Any] = {}
-    simple = {"model": "bert_model", "phase": "bert_phase", "steps": "bert_steps", "batch_size": "bert_batch_size",
-              "accum_steps": "bert_accum_steps", "lr": "bert_lr", "precision": "bert_precision",
-              "resume": "bert_resume", "run_name": "bert_run_name", "vocab": "bert_vocab_file",
-              "vocab_size": "bert_vocab_size"}
+    simple = {"framework": "bert_framework", "model": "bert_model", "phase": "bert_phase", "steps": "bert_steps",
+              "batch_size": "bert_batch_size", "accum_steps": "bert_accum_steps", "lr": "bert_lr",
+              "precision": "bert_precision", "resume": "bert_resume", "run_name": "bert_run_name",
+              "vocab": "bert_vocab_file", "vocab_size": "bert_vocab_size"}
     for attr, var in simple.items():
         value = getattr(args, attr, None)
         if value is not None:

@@ -1,4 +1,5 @@
-"""Checkpoint files of a training run: `ckpt-<step>.pt` in the run's output directory, written atomically.
+"""Checkpoint files of a training run: `ckpt-<step>.pt` in the run's output directory, written atomically (the
+TensorFlow trainer's `ckpt-<step>.index` are its CheckpointManager's; the post-mortem finds either).
 
 The trainer writes, prunes and resumes from them; the watchdog's post-mortem names the one a re-run resumes from.
 A write goes to `.ckpt-<step>.pt.tmp-<pid>`, is flushed to the storage, then renamed, so a reader never sees a
@@ -15,20 +16,23 @@ from pathlib import Path
 from typing import Any
 
 NAME = re.compile(r"^ckpt-(\d+)\.pt$")
+# Either trainer's checkpoint, for the watchdog's post-mortem: the PyTorch trainer's ckpt-<step>.pt, the TensorFlow
+# trainer's ckpt-<step>.index (its CheckpointManager writes the .index last, beside the ckpt-<step>.data-* shards).
+ANY_TRAINER = re.compile(r"^ckpt-(\d+)\.(?:pt|index)$")
 
 
 def path_for(output_dir: Path, step: int) -> Path:
     return output_dir / f"ckpt-{step}.pt"
 
 
-def found(output_dir: Path) -> list[tuple[int, Path]]:
-    """(step, path) of every checkpoint in output_dir, oldest first."""
-    return sorted((int(m.group(1)), f) for f in output_dir.glob("ckpt-*.pt") if (m := NAME.match(f.name)))
+def found(output_dir: Path, name: re.Pattern[str] = NAME) -> list[tuple[int, Path]]:
+    """(step, path) of every checkpoint in output_dir whose file name matches `name`, oldest first."""
+    return sorted((int(m.group(1)), f) for f in output_dir.glob("ckpt-*") if (m := name.match(f.name)))
 
 
-def latest(output_dir: Path) -> Path | None:
+def latest(output_dir: Path, name: re.Pattern[str] = NAME) -> Path | None:
     """The checkpoint of the highest step, or None (also for a directory that does not exist)."""
-    steps = found(output_dir) if output_dir.is_dir() else []
+    steps = found(output_dir, name) if output_dir.is_dir() else []
     return steps[-1][1] if steps else None
 
 

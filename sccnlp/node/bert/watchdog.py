@@ -306,7 +306,7 @@ def report(folder: Path, run_dir: Path, rank_hosts: Sequence[str], mpirun_log: s
     lost = _read_json(folder / "lost.json")
     # A storage failure stopped every rank on purpose and said so: no rank was lost.
     found = first_failure(beats, lost, mpirun_log, rank_hosts) if rc not in (0, EXIT_STORAGE) else None
-    ckpt = checkpoint.latest(run_dir)
+    ckpt = checkpoint.latest(run_dir, checkpoint.ANY_TRAINER)  # the PyTorch trainer's .pt or TensorFlow's .index
     result: dict[str, Any] = {"rc": rc, "first": found, "checkpoint": str(ckpt) if ckpt else None,
                               "ranks_seen": len(beats)}
     try:

@@ -1,5 +1,6 @@
-"""The bert role's preflight refuses fault-handling settings that cannot work, with the setting and the fix, through
-a real ansible-playbook run of `tasks/preflight.yml` on localhost (settings only, nothing changes)."""
+"""The bert role's preflight refuses fault-handling and framework settings that cannot work, with the setting and
+the fix, through a real ansible-playbook run of `tasks/preflight.yml` on localhost (settings only, nothing
+changes)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ import pytest
     ({"bert_collective_timeout": 1}, "bert_collective_timeout is 1: set 10 s or more"),
     ({"bert_ckpt_minutes": -1}, "bert_ckpt_minutes is -1: set 0 (off) or more"),
     ({"bert_min_free_gib": -1}, "bert_min_free_gib is -1: set 0 (automatic) or the GiB a launch needs free"),
+    ({"bert_framework": "tensorflow", "bert_comm_backend": "torch"},
+     "bert_comm_backend torch is not a backend of bert_framework tensorflow (it takes auto, strategy, aiacc, "
+     "horovod): set one of them; auto follows what the aiacc role installed"),
 ])
 def test_bad_fault_settings_are_refused(bert_tasks: Any, setting: dict, message: str) -> None:
     got, msgs = bert_tasks("preflight", setting)

@@ -26,6 +26,7 @@ def test_options_become_role_variables() -> None:
     got = cmd.extravars(_args("--steps", "40", "-e", '{"bert_prepare_phases": [1], "bert_lr": 1e-3}',
                               "-e", "bert_steps=50"))
     assert got == {"bert_steps": "50", "bert_prepare_phases": [1], "bert_lr": 1e-3}  # -e wins over an option
+    assert cmd.extravars(_args("--framework", "tensorflow")) == {"bert_framework": "tensorflow"}
 
 
 def test_url_corpus_needs_its_checksum() -> None:

@@ -41,6 +41,10 @@ def test_requirement_files_match_role_defaults() -> None:
     assert _pins(req / "tensorflow-cpu.txt") == [f"tensorflow-cpu=={tensorflow['tensorflow_version']}"]
     assert _pins(req / "tensorflow-gpu.txt") == [f"tensorflow[and-cuda]=={tensorflow['tensorflow_version']}"]
     assert _pins(req / "horovod.txt") == [f"horovod=={aiacc['aiacc_horovod_version']}"]
+    # the framework release a Horovod build is checked against follows the framework roles' pins
+    assert aiacc["aiacc_framework_version"].strip() == (
+        f"{{{{ (pytorch_version | default('{pytorch['pytorch_version']}')) if aiacc_framework == 'pytorch' else "
+        f"(tensorflow_version | default('{tensorflow['tensorflow_version']}')) }}}}")
     for path in req.glob("*.txt"):
         for pin in _pins(path):
             assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*(\[[a-z-]+\])?==[0-9][0-9A-Za-z.+]*", pin), (path, pin)

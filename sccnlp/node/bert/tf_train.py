@@ -129,7 +129,7 @@ def latest_checkpoint(output_dir: Path) -> Path | None:
 
 def storage_failure(path: Path, exc: Exception) -> str:
     """The PyTorch trainer's line for a checkpoint the storage refused, from TensorFlow's error text."""
-    from sccnlp.node.bert.train import storage_error_line
+    from sccnlp.node.bert.checkpoint import storage_error_line
 
     text = str(getattr(exc, "message", exc))
     for code in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EACCES):

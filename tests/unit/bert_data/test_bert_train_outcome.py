@@ -31,6 +31,9 @@ def test_storage_failure_is_reported_from_the_node_local_outcome(bert_tasks: Any
         "bert_model": "tiny", "bert_min_free_gib": 0.001, "bert_poll_interval": 1, "bert_train_timeout": 120,
         "_bert_plan": {"data_dir": str(data.parent), "phase_dirs": {"1": str(data)}},
         "_bert_slot_hosts": ["localhost", "localhost"], "_bert_slot_counts": [1, 1],
+        # what readiness decides on the first node (plugins/plugin_utils/bert_launch.py): two ranks, torch
+        "_bert_launch": {"framework": "pytorch", "backend": "torch", "reason": "bert_comm_backend is torch", "np": 2,
+                         "map_by": "slot", "rank_hosts": ["localhost", "localhost"], "problems": []},
     }
     got, msgs = bert_tasks("train", settings)
     assert got.returncode == 2, got.stdout[-3000:] + got.stderr[-2000:]

@@ -5,7 +5,8 @@ entry of a GPU model), GPU health (nvidia-smi -q parsed, the kernel log's XIDs),
 transport in /etc/nccl.conf, the shared-storage mount, the MPI answers across the cluster and the venv packages.
 
 Pure functions over plain data; the filters in plugins/filter/validate_checks.py are thin wrappers. Measurements and
-checks have the report's shape (sccnlp.node.gates.checks: name, value/measured, unit, floor/ceiling, detail, skip/status)."""
+checks have the report's shape (sccnlp.node.gates.checks: name, value/measured, unit, floor/ceiling, detail,
+skip/status)."""
 
 from __future__ import annotations
 

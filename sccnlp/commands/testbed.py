@@ -50,6 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     img.add_argument("--force", action="store_true", help="rebuild even if the recipe's image exists")
     img.set_defaults(func=_image)
 
+
 def _up(args: argparse.Namespace) -> int:
     spec = cluster.TestbedSpec(name=args.name, nodes=args.nodes, subnet=args.subnet, wheel_dir=args.wheel_dir,
                                egress=not args.no_egress, tensorflow=args.tensorflow)

@@ -146,8 +146,8 @@ def _repair(volume: str, brick: Brick, admin: str, replica: int, pure_replicate:
     down = ("if %s is only down or its glusterd stopped: on %s `systemctl start glusterd`, then on %s `%s volume start "
             "%s force && %s volume heal %s`" % (host, host, admin, g, volume, g, volume))
     rejoin = ("on %s `systemctl enable --now glusterd && mkdir -p %s`, on %s `%s peer probe %s`, and once gluster peer "
-              "status on %s shows %s in state Peer in Cluster, on %s " % (host, brick.path, admin, g, host, admin, host,
-                                                                        admin))
+              "status on %s shows %s in state Peer in Cluster, on %s "
+              % (host, brick.path, admin, g, host, admin, host, admin))
     if pure_replicate and replica >= 2:
         lost = ("if %s was re-imaged (its brick and GlusterFS state are gone): on %s `%s volume remove-brick %s "
                 "replica %d %s force && %s peer detach %s force`, %s`%s volume add-brick %s replica %d %s force && %s "

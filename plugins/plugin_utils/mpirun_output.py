@@ -58,8 +58,8 @@ def _host_key_unknown(text: str, _lines: list[str]) -> Optional[str]:
     if not found:
         return None
     return ("host key verification failed: no %s host key of %s is known on the node that launched mpirun. Fix: %s: "
-            "it records every node's host keys in /etc/ssh/ssh_known_hosts" % (found.group(1), found.group(2),
-                                                                                _CLUSTER_FIX))
+            "it records every node's host keys in /etc/ssh/ssh_known_hosts"
+            % (found.group(1), found.group(2), _CLUSTER_FIX))
 
 
 def _unresolved(text: str, _lines: list[str]) -> Optional[str]:
@@ -112,8 +112,8 @@ def _not_executable(text: str, _lines: list[str]) -> Optional[str]:
     exe = re.search(r"Executable:\s*(\S+)", text)
     node = re.search(r"^Node:\s*(\S+)", text, re.M)
     return ("%s cannot be executed on %s (not found, or not executable). Fix: install it there (the runtime phase "
-            "builds the training venv on every node) or correct the path" % (exe.group(1) if exe else "the program",
-                                                                              node.group(1) if node else "a node"))
+            "builds the training venv on every node) or correct the path"
+            % (exe.group(1) if exe else "the program", node.group(1) if node else "a node"))
 
 
 def _slots(text: str, _lines: list[str]) -> Optional[str]:

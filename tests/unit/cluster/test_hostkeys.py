@@ -76,8 +76,8 @@ def test_names_and_files_from_ssh_config():
     config = hostkeys.parse_ssh_config("hostname 10.63.0.12\nport 22\nuserknownhostsfile ~/.ssh/known_hosts "
                                        "~/.ssh/known_hosts2\nglobalknownhostsfile /etc/ssh/ssh_known_hosts\n")
     assert hostkeys.host_names(config, "node2", 22) == ["10.63.0.12"]
-    assert hostkeys.known_hosts_files(config, home="/home/u") == [Path("/home/u/.ssh/known_hosts"),
-                                                                   Path("/home/u/.ssh/known_hosts2")]
+    assert hostkeys.known_hosts_files(config, home="/home/u") == [
+        Path("/home/u/.ssh/known_hosts"), Path("/home/u/.ssh/known_hosts2")]
     assert hostkeys.host_names({"hostname": ["h"], "port": ["2222"]}, "h", 22) == ["[h]:2222"]
     assert hostkeys.host_names({"hostname": ["h"], "hostkeyalias": ["alias"]}, "h", 22) == ["alias"]
     assert hostkeys.known_hosts_files({"userknownhostsfile": ["none"]}) == []

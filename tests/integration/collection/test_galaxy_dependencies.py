@@ -177,7 +177,7 @@ def dependencies(request: pytest.FixtureRequest, work: Path) -> dict[str, Path]:
     out.mkdir(parents=True)
     with zipfile.ZipFile(wheel) as archive:
         return {name: build_installed(_extract(archive, name, base / "wheel"), base / "src" / name, out,
-                                galaxy_bin=str(BIN / "ansible-galaxy"))
+                                      galaxy_bin=str(BIN / "ansible-galaxy"))
                 for name in _closure(archive)}
 
 
@@ -243,8 +243,9 @@ def _playbook(venv: Path, *args: str) -> list[str]:
 def test_cpfs_client_mounts_with_ansible_posix_from_the_install(work: Path, installed: Path, installed_alone: Path,
                                                                 core_venv: Path) -> None:
     """cpfs_client's mount step (ansible.posix.mount) runs from the installed collections: in check mode on this
-    host, from that task on (the trial mount before it would reach for a file server), so nothing is mounted and
-    /etc/fstab stays as it is. Without ansible.posix the same play fails on the module name."""
+    host, from the read-only probe of the mount point and fstab on (the mount step judges what it read; the trial
+    mount between them is skipped in check mode), so nothing is mounted and /etc/fstab stays as it is. Without
+    ansible.posix the same play fails on the module name."""
     mnt = work / "mnt"
     play = [{"name": "Shared storage from the installed collection", "hosts": "localhost", "gather_facts": False,
              "vars": {"cpfs_client_backend": "nfs", "cpfs_client_nfs_export": "192.0.2.1:/scc-galaxy-test",
@@ -254,8 +255,8 @@ def test_cpfs_client_mounts_with_ansible_posix_from_the_install(work: Path, inst
     book = work / "cpfs_client.yml"
     book.write_text(yaml.safe_dump(play, sort_keys=False))
     fstab = Path("/etc/fstab").read_bytes() if Path("/etc/fstab").exists() else None
-    cmd = _playbook(core_venv, "--check", "--start-at-task", "Mount the shared storage and record it in /etc/fstab",
-                    str(book))
+    cmd = _playbook(core_venv, "--check", "--start-at-task",
+                    "Read what is mounted on the mount point and the fstab line for it", str(book))
     alone = _run(cmd, cwd=work, env=_env(installed_alone, core_venv))
     assert alone.returncode != 0 and "ansible.posix.mount" in alone.stdout + alone.stderr, _explain(alone)
     proc = _run(cmd, cwd=work, env=_env(installed, core_venv))

@@ -24,8 +24,10 @@ def _verify(tmp_path: Path, extravars: dict) -> tuple[subprocess.CompletedProces
     (work / "pylib" / "sccnlp").symlink_to(ROOT / "sccnlp")  # what the install phase puts there: the node wheel
     (tmp_path / "inventory.ini").write_text(
         f"[scc_cluster]\nnode-1 ansible_connection=local ansible_python_interpreter={sys.executable}\n")
+    # The facts as playbooks/knobs.yml reads them once per run (the phase plays gather none of their own).
     (tmp_path / "play.yml").write_text(
         "- name: Validate\n  hosts: scc_cluster\n  gather_facts: false\n  tasks:\n"
+        "    - name: Read the facts\n      ansible.builtin.setup:\n        gather_subset: [min, network]\n"
         "    - name: Run the checks\n      ansible.builtin.include_role:\n        name: scc.nlp_training.validate\n"
         "        tasks_from: verify\n")
     settings = {"validate_work_dir": str(work), "validate_report_dir": str(tmp_path / "report"), "gpu_count": 0,

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "tool_outputs" / "mpirun"
+
 STORAGE_LINE = ("checkpoint {run}/ckpt-30.pt not written ([Errno 28] No space left on device); storage {run}: 0.00 "
                 "GiB free of 20.00 GiB. The previous checkpoint is kept.")
 MPIRUN = """#!/bin/bash
@@ -18,10 +20,10 @@ exit 78
 """
 
 
-def test_storage_failure_is_reported_from_the_node_local_outcome(bert_tasks: Any, tmp_path: Path) -> None:
-    run_dir = tmp_path / "shared" / "runs" / "r"
+def _run_role(bert_tasks: Any, tmp_path: Path, mpirun_script: str) -> list[str]:
+    """The role's train tasks on localhost with `mpirun_script` standing in for mpirun: the failure messages."""
     mpirun = tmp_path / "mpirun"
-    mpirun.write_text(MPIRUN.format(line=STORAGE_LINE.format(run=run_dir)))
+    mpirun.write_text(mpirun_script)
     mpirun.chmod(0o755)
     data = tmp_path / "shared" / "data" / "phase1_seq128"
     settings = {
@@ -37,6 +39,12 @@ def test_storage_failure_is_reported_from_the_node_local_outcome(bert_tasks: Any
     }
     got, msgs = bert_tasks("train", settings)
     assert got.returncode == 2, got.stdout[-3000:] + got.stderr[-2000:]
+    return list(msgs)
+
+
+def test_storage_failure_is_reported_from_the_node_local_outcome(bert_tasks: Any, tmp_path: Path) -> None:
+    run_dir = tmp_path / "shared" / "runs" / "r"
+    msgs = _run_role(bert_tasks, tmp_path, MPIRUN.format(line=STORAGE_LINE.format(run=run_dir)))
     assert len(msgs) == 1, msgs
     local_log = next((tmp_path / "local" / "r").glob("train-*.log"))
     assert msgs[0].startswith("BERT training failed (mpirun exit 78) on localhost: "
@@ -46,3 +54,14 @@ def test_storage_failure_is_reported_from_the_node_local_outcome(bert_tasks: Any
     # copies on the shared storage, for whoever reads the run afterwards
     assert (run_dir / "logs" / local_log.name).read_text() == local_log.read_text()
     assert (run_dir / "logs" / local_log.name.replace(".log", ".exit")).read_text().strip() == "78"
+
+
+def test_an_mpirun_launch_failure_leads_with_its_cause(bert_tasks: Any, tmp_path: Path) -> None:
+    """A real recorded mpirun output (a node whose host key the launching node does not know): the message leads with
+    host key verification, not with the end of Open MPI's help text."""
+    recorded = FIXTURES / "hostkey_unknown.txt"
+    msgs = _run_role(bert_tasks, tmp_path, f"#!/bin/bash\ncat {recorded}\nexit 255\n")
+    assert len(msgs) == 1, msgs
+    assert msgs[0].startswith("BERT training failed (mpirun exit 255) launched from localhost: host key verification "
+                              "failed: no ED25519 host key of node2 is known on the node that launched mpirun. Fix: "
+                              "run the cluster phase on every node"), msgs[0]

@@ -142,8 +142,8 @@ def exporter_problems(host: str, metrics: str, port: int, textfile_dir: str, ver
                        "node_exporter_build_info"})
         if version not in seen:
             problems.append("%s reports version %s, not %s. Fix: stop the other exporter on the port, or set "
-                            "monitoring_node_exporter_install: false to keep it" % (where, ", ".join(seen) or
-                                                                                     "none", version))
+                            "monitoring_node_exporter_install: false to keep it"
+                            % (where, ", ".join(seen) or "none", version))
     probe = [labels.get("directory") for name, labels, _value in samples if name == "scc_monitoring_textfile_info"]
     if textfile_dir not in probe:
         problems.append("%s does not read %s (it reads %s). Fix: start it with --collector.textfile.directory=%s, or "
@@ -153,8 +153,8 @@ def exporter_problems(host: str, metrics: str, port: int, textfile_dir: str, ver
     errors = [value for name, _labels, value in samples if name == "node_textfile_scrape_error"]
     if errors and errors[0] not in ("0", "0.0"):
         problems.append("%s cannot parse a file in its textfile directory (node_textfile_scrape_error %s). Fix: "
-                        "look for the bad *.prom file in %s (the exporter's log names it)" % (where, errors[0],
-                                                                                               textfile_dir))
+                        "look for the bad *.prom file in %s (the exporter's log names it)"
+                        % (where, errors[0], textfile_dir))
     if rdma:
         ok = [value for name, labels, value in samples
               if name == "node_scrape_collector_success" and labels.get("collector") == "infiniband"]

@@ -63,11 +63,11 @@ SYSFS = ROOT / "tests" / "fixtures" / "rdma_sysfs" / "cx6_roce" / "sys"
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The files of two deploys: the defaults (free ports, the recorded RDMA tree as sysfs), and with the DCGM job
     and an Alertmanager."""
-    return {"plain": _render(tmp_path_factory.mktemp("plain"), {
-                "monitoring_node_exporter_port": _free_port(), "monitoring_server_port": _free_port(),
-                "monitoring_node_exporter_sysfs_path": str(SYSFS)}),
-            "dcgm": _render(tmp_path_factory.mktemp("dcgm"), {
-                "monitoring_server_dcgm": True, "monitoring_server_alertmanagers": ["am.example:9093"]})}
+    plain = {"monitoring_node_exporter_port": _free_port(), "monitoring_server_port": _free_port(),
+             "monitoring_node_exporter_sysfs_path": str(SYSFS)}
+    dcgm = {"monitoring_server_dcgm": True, "monitoring_server_alertmanagers": ["am.example:9093"]}
+    return {"plain": _render(tmp_path_factory.mktemp("plain"), plain),
+            "dcgm": _render(tmp_path_factory.mktemp("dcgm"), dcgm)}
 
 
 def _render(tmp_path: Path, settings: dict) -> Path:

@@ -232,9 +232,9 @@ def test_training_heartbeat_is_queryable(bed: dict[str, Any]) -> None:
     first = bed["nodes"][0]
     text = _in_node(bed, first, "cat /var/lib/prometheus/node-exporter/scc_training.prom")
     samples = [line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#")]
-    assert {s[0].split("{", 1)[0] for s in samples} >= {"scc_training_step", "scc_training_loss",
-                                                    "scc_training_heartbeat_timestamp_seconds",
-                                                    "scc_training_completed"}, text
+    wanted = {"scc_training_step", "scc_training_loss", "scc_training_heartbeat_timestamp_seconds",
+              "scc_training_completed"}
+    assert {s[0].split("{", 1)[0] for s in samples} >= wanted, text
     for series, value in samples:
         name, labels = series.split("{", 1)
         assert _values(bed, f'{name}{{instance="{first}",{labels}') == {first: pytest.approx(float(value))}, series

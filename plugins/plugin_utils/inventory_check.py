@@ -55,7 +55,8 @@ def inventory_nodes(hosts: Iterable[str], hostvars: Mapping[str, Mapping[str, An
     `name`, `short` (inventory_hostname_short), `ip` (ansible_host, else the name), `rdma_ip` ('' when unset or
     empty) and `slots` (mpi_slots, else gpu_count when above 0, else 1) are what the cluster files are built from;
     `mpi_slots`, `gpu_count`, `backend` (cpfs_client_backend) and `bundle_dir` (scc_bundle_dir) are the raw
-    settings (None or the default when unset) that `inventory_problems` judges."""
+    settings (None or the default when unset) that `inventory_problems` judges; `local` is whether Ansible reaches
+    the node over the local connection."""
     nodes = []
     for host in hosts:
         name = str(host)
@@ -73,6 +74,7 @@ def inventory_nodes(hosts: Iterable[str], hostvars: Mapping[str, Mapping[str, An
             "gpu_count": gpus,
             "backend": _var(host_vars, "cpfs_client_backend"),
             "bundle_dir": _var(host_vars, "scc_bundle_dir", ""),
+            "local": _var(host_vars, "ansible_connection") == "local",
         })
     return nodes
 
@@ -122,8 +124,12 @@ def _node_problems(node: Node, require_ip: bool, backends: Sequence[str]) -> lis
 def inventory_problems(nodes: Sequence[Node], require_ip: bool = True,
                        backends: Sequence[str] = ("cpfs_lustre", "cpfs_nfs", "nfs", "glusterfs")) -> list[str]:
     """Every problem of the nodes (records of `inventory_nodes`), one message each naming host, setting and fix:
-    per node in order, then host names used twice, then IP addresses used by two hosts. Empty when all is well."""
+    per node in order, then host names used twice, then IP addresses used by two hosts. Empty when all is well.
+    A cluster of one node reached over the local connection (a single GPU box run on itself) needs no IP address:
+    no other node resolves it or logs in to it."""
     out = []
+    if len(nodes) == 1 and nodes[0].get("local"):
+        require_ip = False
     for node in nodes:
         out.extend(_node_problems(node, require_ip, backends))
     names = [dict(node, short=node["short"].lower()) for node in nodes]

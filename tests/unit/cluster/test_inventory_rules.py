@@ -72,6 +72,15 @@ def test_ip_rules_off() -> None:
     assert problems(hosts, require_ip=False) == []
 
 
+def test_one_local_node_needs_no_ip() -> None:
+    """A single GPU box run on itself (the local connection, no ansible_host) is a cluster of one: no other node
+    resolves it, so its name is no problem; a second node makes the addresses matter again."""
+    one = {"gpu-node-1": {"ansible_connection": "local"}}
+    assert problems(one) == []
+    assert "ansible_host 'gpu-node-1' is not an IP address" in only({**one, "n2": {"ansible_host": "10.91.0.12"}})
+    assert "ansible_host 'gpu-node-1' is not an IP address" in only({"gpu-node-1": {"ansible_connection": "ssh"}})
+
+
 def test_rdma_ip_not_an_ip() -> None:
     assert only(with_(n3={"rdma_ip": "ib0"})) == (
         "host 'n3': rdma_ip 'ib0' is not an IP address. Fix: set rdma_ip to the IP of the node's RDMA interface, "
@@ -155,11 +164,11 @@ def test_node_records() -> None:
     }
     assert inventory_nodes(list(hosts), hosts) == [
         {"name": "a.example", "short": "a", "ip": "10.0.0.1", "rdma_ip": "", "slots": 8, "mpi_slots": None,
-         "gpu_count": 8, "backend": None, "bundle_dir": ""},
+         "gpu_count": 8, "backend": None, "bundle_dir": "", "local": False},
         {"name": "b", "short": "b", "ip": "b", "rdma_ip": "", "slots": 4, "mpi_slots": "4", "gpu_count": 2,
-         "backend": None, "bundle_dir": ""},
+         "backend": None, "bundle_dir": "", "local": False},
         {"name": "c", "short": "c", "ip": "10.0.0.3", "rdma_ip": "10.1.0.3", "slots": 1, "mpi_slots": None,
-         "gpu_count": 0, "backend": "nfs", "bundle_dir": "/mnt/b"},
+         "gpu_count": 0, "backend": "nfs", "bundle_dir": "/mnt/b", "local": False},
     ]
 
 

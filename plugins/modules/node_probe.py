@@ -85,7 +85,6 @@ import glob
 import hashlib
 import os
 import stat
-import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
@@ -93,21 +92,23 @@ from ansible.module_utils.common.text.converters import to_text
 MAX_READ = 1048576
 
 
-def _command(spec):
+def _command(module, spec):
+    """Run one command: its own timeout through coreutils' timeout (rc 124 when it ran out), its stdin and
+    environment additions; the result as the command module gives it."""
     argv = [str(a) for a in spec.get("argv") or []]
     if not argv:
         return {"rc": 2, "stdout": "", "stderr": "no argv", "stdout_lines": []}
-    env = dict(os.environ, **{str(k): str(v) for k, v in (spec.get("env") or {}).items()})
+    timeout = int(spec.get("timeout") or 300)
+    env = {str(k): str(v) for k, v in (spec.get("env") or {}).items()}
     try:
-        proc = subprocess.run(argv, input=spec.get("stdin"), capture_output=True, text=True, env=env,
-                              timeout=int(spec.get("timeout") or 300), check=False)
+        rc, out, err = module.run_command(["timeout", "-k", "5", str(timeout), *argv], data=spec.get("stdin"),
+                                          binary_data=True, environ_update=env, handle_exceptions=False)
     except OSError as exc:
         return {"rc": 127, "stdout": "", "stderr": str(exc), "stdout_lines": []}
-    except subprocess.TimeoutExpired as exc:
-        return {"rc": 124, "stdout": to_text(exc.stdout or ""), "stderr": "timed out after %ss" % exc.timeout,
-                "stdout_lines": to_text(exc.stdout or "").splitlines()}
-    return {"rc": proc.returncode, "stdout": proc.stdout.rstrip("\n"), "stderr": proc.stderr.rstrip("\n"),
-            "stdout_lines": proc.stdout.splitlines()}
+    out, err = to_text(out), to_text(err)
+    if rc == 124:
+        err = ("timed out after %ss. %s" % (timeout, err)).strip()
+    return {"rc": rc, "stdout": out.rstrip("\n"), "stderr": err.rstrip("\n"), "stdout_lines": out.splitlines()}
 
 
 def _file(spec):
@@ -175,7 +176,7 @@ def main():
             module.fail_json(msg="node_probe: files.%s needs a path" % name)
     module.exit_json(
         changed=False,
-        commands={name: _command(spec or {}) for name, spec in p["commands"].items()},
+        commands={name: _command(module, spec or {}) for name, spec in p["commands"].items()},
         files={name: _file(spec) for name, spec in p["files"].items()},
         globs={name: _glob(spec) for name, spec in p["globs"].items()},
         mounts=_mounts(p["mounts"]),

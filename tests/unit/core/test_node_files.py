@@ -94,7 +94,9 @@ def test_node_probe_reads_commands_files_globs_and_mounts(tmp_path: Path) -> Non
     (tmp_path / "b.pub").write_text("ssh-rsa BBBB b\n")
     task = {"name": "probe", "register": "probe", "scc.nlp_training.node_probe": {
         "commands": {"echo": {"argv": ["sh", "-c", "echo $X; exit 3"], "env": {"X": "hello"}},
-                     "missing": {"argv": ["/nonexistent/tool"]}},
+                     "missing": {"argv": ["/nonexistent/tool"]},
+                     "slow": {"argv": ["sleep", "30"], "timeout": 1},
+                     "stdin": {"argv": ["cat"], "stdin": "given"}},
         "files": {"a": {"path": str(tmp_path / "a.pub"), "read": True, "checksum": True},
                   "none": {"path": str(tmp_path / "none")}},
         "globs": {"keys": {"pattern": [str(tmp_path / "*.pub"), str(tmp_path / "a*")], "read": True}},
@@ -106,6 +108,8 @@ def test_node_probe_reads_commands_files_globs_and_mounts(tmp_path: Path) -> Non
     assert probe["changed"] is False
     assert probe["commands"]["echo"] == {"rc": 3, "stdout": "hello", "stderr": "", "stdout_lines": ["hello"]}
     assert probe["commands"]["missing"]["rc"] == 127
+    assert probe["commands"]["slow"]["rc"] == 124 and probe["commands"]["slow"]["stderr"] == "timed out after 1s."
+    assert probe["commands"]["stdin"]["stdout"] == "given"
     assert probe["files"]["a"]["content"] == "ssh-ed25519 AAAA a\n" and len(probe["files"]["a"]["sha256"]) == 64
     assert probe["files"]["none"]["exists"] is False
     assert [k["path"] for k in probe["globs"]["keys"]] == [str(tmp_path / "a.pub"), str(tmp_path / "b.pub")]

@@ -171,7 +171,7 @@ def _role_calls() -> list[tuple[str, str, str, dict[str, Any]]]:
             for action in ("ansible.builtin.import_role", "ansible.builtin.include_role"):
                 args = task.get(action)
                 if isinstance(args, dict) and str(args.get("name", "")).startswith("scc.nlp_training."):
-                    calls.append((where, args["name"].split(".")[-1], args.get("tasks_from", "main"),
+                    calls.append((where, args["name"].removeprefix("scc.nlp_training."), args.get("tasks_from", "main"),
                                   task.get("vars") or {}))
 
     for path in sorted([*(ROOT / "roles").glob("*/tasks/**/*.yml"), *(ROOT / "playbooks").glob("*.yml")]):

@@ -93,7 +93,6 @@ def _file_url_path(url: str) -> str:
     return unquote(urlsplit(url).path)
 
 
-
 def check_set(lock: Mapping[str, Any], set_name: str, specs: Sequence[str]) -> dict[str, Any]:
     """{ok, requirements, error} of a set for a role's specs (plugins/plugin_utils/pip_lock.py)."""
     result: dict[str, Any] = _lockutils().check_set(lock, set_name, list(specs))

@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # Is the GlusterFS volume whole? Asks it what a person would: `gluster volume info`, `volume status`, `volume heal
 # VOLUME info summary` and `pool list`, each as XML between `### ` lines (judged by
 # plugins/plugin_utils/glusterfs_health.py). Read-only. Through this node's glusterd when it answers (it is a server

@@ -49,7 +49,6 @@ def check_vocab_size(path: str | os.PathLike[str], tokens: Sequence[str], expect
                        "vocab.txt the model was configured for")
 
 
-
 def _normalizer(lowercase: bool) -> Any:
     """The normalizer of BertWordPieceTokenizer (training and encoding use the same settings)."""
     from tokenizers.normalizers import BertNormalizer

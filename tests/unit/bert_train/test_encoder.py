@@ -174,8 +174,8 @@ def test_the_trainer_steps_like_a_stock_transformers_loop(shard_dir: Path) -> No
             batch = next(batches)
             got.append(float(trainer.train_step([batch]).loss))
             mask = (torch.arange(batch["input_ids"].size(1))[None, :] < batch["lengths"][:, None]).long()
-            labels = torch.full(batch["input_ids"].shape, -100).scatter(1, batch["mlm_positions"],
-                                                                         batch["mlm_labels"])
+            labels = torch.full(batch["input_ids"].shape, -100)
+            labels = labels.scatter(1, batch["mlm_positions"], batch["mlm_labels"])
             loss = hf(input_ids=batch["input_ids"], token_type_ids=batch["token_type_ids"], attention_mask=mask,
                       labels=labels, next_sentence_label=batch["nsp_labels"]).loss
             loss.backward()

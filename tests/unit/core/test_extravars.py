@@ -87,8 +87,8 @@ class _Ran(Exception):
 
 
 @pytest.mark.parametrize("command", ["deploy", "validate", "train", "reboot"])
-def test_every_command_passes_e_through_the_one_reader(command: str, tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_command_passes_e_through_the_one_reader(
+        command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """sccnlp deploy|validate|train|reboot hand the playbook what parse_extra_vars reads: a file, JSON and
     KEY=VALUE alike, a later value winning."""
     from sccnlp import cli, runner

@@ -13,8 +13,8 @@ HOSTS = ["node1", "node2", "node3"]
 G = "gluster --mode=script"
 
 
-def verdict(fixture_text, name, hosts=HOSTS):
-    return volume_verdict(fixture_text("glusterfs", f"{name}.txt"), "gv0", "node1", hosts)
+def verdict(fixture_text, name, hosts=None):
+    return volume_verdict(fixture_text("glusterfs", f"{name}.txt"), "gv0", "node1", hosts or HOSTS)
 
 
 @pytest.mark.parametrize("name", ["replica3_healthy_local", "replica3_healthy_remote"])

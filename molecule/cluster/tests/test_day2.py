@@ -192,7 +192,8 @@ def _lose_a_node_and_rerun(tmp_path, hosts, run_on, inv) -> None:
     assert again.rc == 0, again.tail()
     for name in run_on[:-1]:
         assert again.recap[name]["changed"] == 0, again.recap
-    assert again.recap[LOST]["changed"] > 0, again.recap   # what it missed (Docker also rewrote its /etc/hosts)
+    # The lost node may need nothing: the cluster role's boot hook (scc-hosts) put back the hosts block Docker rewrote
+    # on its restart; its cluster files are compared byte for byte with the full run's below.
     assert hosts[LOST].check_output(f"findmnt -n -o FSTYPE --mountpoint {MOUNTPOINT}") == "fuse.glusterfs"
 
 

@@ -12,7 +12,8 @@ from sccnlp.errors import SccError
 
 # Sub-command modules, in the order `sccnlp --help` lists them. Each has `register(subparsers)` that adds its
 # parser and sets `func` (a callable taking the parsed namespace and returning an exit code).
-COMMANDS = ("up", "testbed", "deploy", "validate", "train", "reboot", "bench", "monitor", "discover", "bundle")
+COMMANDS = ("up", "testbed", "deploy", "node", "validate", "train", "reboot", "bench", "monitor", "discover",
+            "bundle")
 
 
 def build_parser() -> argparse.ArgumentParser:

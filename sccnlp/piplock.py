@@ -14,7 +14,6 @@ carry credentials, and the hash is what identifies a file."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from sccnlp.errors import SccError
+from sccnlp.node.filehash import sha256_file
 from sccnlp.paths import collection_module
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -91,14 +91,6 @@ def _unquote(text: str) -> str:
 def _file_url_path(url: str) -> str:
     from urllib.parse import unquote, urlsplit
     return unquote(urlsplit(url).path)
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def check_set(lock: Mapping[str, Any], set_name: str, specs: Sequence[str]) -> dict[str, Any]:

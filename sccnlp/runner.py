@@ -17,6 +17,7 @@ import yaml
 
 from sccnlp.errors import SccError
 from sccnlp.paths import collection_root, playbook
+from sccnlp.phases import phase_line, phase_times, play_phases
 
 # What to install for the controller side: the package from this checkout (or its wheel) with the controller
 # extra; `sccnlp` is not on the Python package index.
@@ -40,6 +41,7 @@ class HostSummary:
     skipped: int = 0
     messages: list[str] = field(default_factory=list)
     last_task: str = ""  # the host's last task and its result ("Write the fragment: ok")
+    unreachable_msg: str = ""  # ssh's own words the last time the host could not be reached (the cause is in them)
 
     @property
     def healthy(self) -> bool:
@@ -52,6 +54,7 @@ class RunResult:
     rc: int
     hosts: dict[str, HostSummary]
     artifacts: str = ""  # ansible-runner's record of this run (events, stdout), kept for reading afterwards
+    phases: list[tuple[str, float]] = field(default_factory=list)  # (phase, seconds) in the order they ran
 
     @property
     def ok(self) -> bool:
@@ -69,12 +72,21 @@ def runs_root() -> Path:
     return Path(os.environ.get("SCCNLP_HOME", Path.home() / ".sccnlp")) / "runs"
 
 
-def _event_printer(stream: TextIO, verbose: bool) -> Callable[[dict[str, Any]], bool]:
+def _unreachable_line(host: str, res: dict[str, Any], inventory: str) -> str:
+    from sccnlp.hostkeys import unreachable_cause
+
+    msg = str(res.get("msg") or "")
+    return unreachable_cause(msg, host, inventory) or _one_line(msg)
+
+
+def _event_printer(stream: TextIO, verbose: bool, inventory: str = "INVENTORY") -> Callable[[dict[str, Any]], bool]:
+    started = time.monotonic()
+
     def on_event(event: dict[str, Any]) -> bool:
         kind = event.get("event", "")
         data = event.get("event_data", {})
         if kind == "playbook_on_play_start":
-            print(f"== {data.get('play', '')}", file=stream, flush=True)
+            print(f"== {data.get('play', '')} (at {time.monotonic() - started:.0f} s)", file=stream, flush=True)
         elif kind == "playbook_on_task_start" and verbose:
             print(f"   - {data.get('task', '')}", file=stream, flush=True)
         elif kind in _PROGRESS_EVENTS:
@@ -83,12 +95,19 @@ def _event_printer(stream: TextIO, verbose: bool) -> Callable[[dict[str, Any]], 
             changed = " (changed)" if res.get("changed") else ""
             if label in ("FAILED", "UNREACHABLE") or changed or verbose:
                 line = f"   {data.get('host', '?'):<14} {label:<11} {data.get('task', '')}{changed}"
-                if label in ("FAILED", "UNREACHABLE"):
+                if label == "UNREACHABLE":
+                    line += f": {_unreachable_line(data.get('host', '?'), res, inventory)}"
+                elif label == "FAILED":
                     line += f": {_one_line(res.get('msg') or res.get('stderr') or '')}"
                 print(line, file=stream, flush=True)
         return True
 
     return on_event
+
+
+# A failure's message in the per-host summary: whole up to this length (the fix comes after the cause, and a
+# message with commands to run is long); the progress lines keep to _one_line's default.
+MESSAGE_LIMIT = 2000
 
 
 def _one_line(text: Any, limit: int = 400) -> str:
@@ -167,7 +186,7 @@ def run_playbook(
             tags=tags,
             cmdline=cmdline or None,
             envvars=env,
-            event_handler=event_handler or _event_printer(stream, verbose),
+            event_handler=event_handler or _event_printer(stream, verbose, str(inventory)),
             quiet=True,
             suppress_env_files=True,
         )
@@ -181,7 +200,8 @@ def run_playbook(
                                f"{_ansible_error(result)}")
             raise SccError(f"no host of inventory {inv} matched the plays of {book.name}: put the nodes in the "
                            "group 'scc_cluster' (or set scc_cluster_group) and check --limit")
-    return RunResult(status=result.status, rc=rc, hosts=hosts, artifacts=str(keep / ident))
+        times = phase_times(result.events, play_phases(book))
+    return RunResult(status=result.status, rc=rc, hosts=hosts, artifacts=str(keep / ident), phases=times)
 
 
 def resolve_playbook(name: str) -> Path:
@@ -241,15 +261,25 @@ def check_inventory_yaml(inventory: Path) -> None:
             for _node in yaml.compose_all(text, Loader=yaml.SafeLoader):
                 pass
         except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
-            context = ""
-            if exc.context and exc.context_mark and exc.context_mark is not mark:
-                context = f" ({exc.context} at line {exc.context_mark.line + 1}, column {exc.context_mark.column + 1})"
-            raise SccError(f"inventory {where}: YAML error: {exc.problem}{context}; fix the YAML there "
+            position, problem = yaml_problem(exc)
+            where = f"{path}, {position}" if position else str(path)
+            raise SccError(f"inventory {where}: YAML error: {problem}; fix the YAML there "
                            "(indentation, a missing ':', an unclosed bracket or quote)") from exc
         except yaml.YAMLError as exc:
             raise SccError(f"inventory {path}: YAML error: {_one_line(exc)}; fix the YAML there") from exc
+
+
+def yaml_problem(exc: yaml.YAMLError) -> tuple[str, str]:
+    """Where a YAML error is ('line L, column C', or '' when it has no position) and what it is, in one line (with
+    the position of its context, such as the bracket left open)."""
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        return "", _one_line(exc)
+    mark = exc.problem_mark or exc.context_mark
+    position = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    context = ""
+    if exc.context and exc.context_mark and exc.context_mark is not mark:
+        context = f" ({exc.context} at line {exc.context_mark.line + 1}, column {exc.context_mark.column + 1})"
+    return position, f"{exc.problem}{context}"
 
 
 # Tags Ansible itself understands whatever the playbook holds.
@@ -414,8 +444,10 @@ def _summarise(result: Any) -> dict[str, HostSummary]:
             host = data.get("host", "?")
             res = data.get("res") or {}
             hosts.setdefault(host, HostSummary()).messages.append(
-                f"{data.get('task', '')}: {_one_line(res.get('msg') or res.get('stderr') or '')}"
+                f"{data.get('task', '')}: {_one_line(res.get('msg') or res.get('stderr') or '', MESSAGE_LIMIT)}"
             )
+            if kind == "runner_on_unreachable":
+                hosts[host].unreachable_msg = str(res.get("msg") or "")
     last_result = {"runner_on_ok": "ok", "runner_on_failed": "failed", "runner_on_skipped": "skipped",
                    "runner_on_unreachable": "unreachable"}
     for event in result.events:
@@ -438,7 +470,11 @@ UNREACHABLE_FIX = ("Fix: start {host} or make it answer as the inventory says (a
                    "the same command again: the other nodes finished, and it completes what {host} missed.")
 
 
-def print_summary(result: RunResult, stream: TextIO | None = None) -> None:
+def print_summary(result: RunResult, stream: TextIO | None = None, inventory: str = "INVENTORY") -> None:
+    """One line per host; an unreachable host gets the cause ssh gave (a changed host key, with the command) or the
+    generic fix, instead of ssh's message cut to one line."""
+    from sccnlp.hostkeys import unreachable_cause
+
     stream = stream or sys.stdout
     print("\nPer-host summary:", file=stream)
     for host in sorted(result.hosts):
@@ -446,9 +482,12 @@ def print_summary(result: RunResult, stream: TextIO | None = None) -> None:
         state = "ok" if h.healthy else ("UNREACHABLE" if h.unreachable else "FAILED")
         print(f"  {host:<16} {state:<12} ok={h.ok} changed={h.changed} failed={h.failed} "
               f"unreachable={h.unreachable}", file=stream)
-        for msg in h.messages[:3]:
+        cause = unreachable_cause(h.unreachable_msg, host, inventory) if h.unreachable and not h.healthy else None
+        for msg in ([] if cause else h.messages[:3]):
             print(f"      {msg}", file=stream)
-        if h.unreachable and not h.healthy:
+        if cause:
+            print(f"      {cause}", file=stream)
+        elif h.unreachable and not h.healthy:
             print(f"      {UNREACHABLE_FIX.format(host=host)}", file=stream)
     if result.artifacts and not result.ok:
         print(f"The run's full record (events, output): {result.artifacts}", file=stream)
@@ -464,13 +503,15 @@ def run_and_report(name: str, inventory: str | os.PathLike[str], *, label: str |
     stream = stream or sys.stdout
     started = time.monotonic()
     result = run_playbook(name, inventory, stream=stream, **options)
-    print_summary(result, stream)
+    print_summary(result, stream, str(inventory))
     if label is not None:
         changed = sum(h.changed for h in result.hosts.values())
         what = f"{changed} changes that a real run makes (check mode: none made)" if options.get("check") \
             else f"{changed} changes"
         print(f"\n{label}: {'OK' if result.ok else 'FAILED'} in {time.monotonic() - started:.0f} s, {what}",
               file=stream)
+        if len(result.phases) > 1:
+            print(phase_line(result.phases), file=stream)
         bad = result.bad_hosts()
         if bad:
             print("Nodes that did not finish: " + ", ".join(sorted(bad)) + (f". {bad_hint}" if bad_hint else ""),

@@ -169,7 +169,8 @@ stage_e2e() {
   # from the bundle (built into the run's own folder: nothing is reused from an earlier run).
   local work
   work=$(mktemp -d)
-  sccnlp up --name "$E2E_TESTBED" --subnet 10.87.0.0/24 --report-dir "$work/validate-report" --offline \
+  # --tensorflow: TensorFlow CPU on the nodes as well (from the bundle), for the TensorFlow trainer's test-bed test.
+  sccnlp up --name "$E2E_TESTBED" --subnet 10.87.0.0/24 --report-dir "$work/validate-report" --offline --tensorflow \
     --bundle-dir "$work/bundle" || return 1
   local inv
   inv=$(sccnlp testbed inventory --name "$E2E_TESTBED")

@@ -1,12 +1,14 @@
-"""Shared fixtures: the scc inventory plugin loaded through Ansible's real plugin loader, from this checkout; the
-inventory of a converged test bed for the tests marked `testbed`."""
+"""Shared fixtures: the scc inventory plugin loaded through Ansible's real plugin loader, from this checkout; a
+role's Python file imported from its path; the inventory of a converged test bed for the tests marked `testbed`."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -43,6 +45,38 @@ def write_config(tmp_path: Path) -> Callable[[str], str]:
         return str(path)
 
     return write
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def role_file() -> Callable[[str, str], ModuleType]:
+    """roles/<role>/files/<name>.py imported from its path: the roles run these on the nodes as scripts, the tests
+    call their functions."""
+    def load(role: str, name: str) -> ModuleType:
+        path = ROOT / "roles" / role / "files" / name
+        spec = importlib.util.spec_from_file_location(f"scc_{role}_{path.stem}", path)
+        assert spec and spec.loader, path
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load
+
+
+@pytest.fixture
+def no_default_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The Alibaba Cloud SDK's default credential chain finds nothing: no instance metadata, no CLI profile, no
+    credentials file, no keys (it reads these settings at import, so they are patched where it keeps them)."""
+    from alibabacloud_credentials.utils import auth_util
+
+    monkeypatch.setattr(auth_util, "environment_ecs_metadata_disabled", "true")
+    monkeypatch.setattr(auth_util, "environment_cli_profile_disabled", "true")
+    monkeypatch.setattr(auth_util, "environment_credentials_file", str(tmp_path / "no-credentials"))
+    monkeypatch.setattr(auth_util, "environment_access_key_id", None)
+    monkeypatch.setattr(auth_util, "environment_access_key_secret", None)
+    monkeypatch.setenv("HOME", str(tmp_path))
 
 
 @pytest.fixture(scope="session")

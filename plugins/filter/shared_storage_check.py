@@ -17,8 +17,12 @@ description:
   - One node wrote a probe file holding a token in the shared directory; every node looked for it. A node passes
     when the mount point (if given) is mounted, from the given source (if given), and the file is there with the
     token and the size written.
-  - Returns the problems by node (messages naming the node, what it saw and the fix), the mount state by node, and
-    the report's measurements (C(shared_storage_visible), C(shared_storage_write_mbps)) and blame.
+  - With O(volume) and O(volume_probe), a GlusterFS volume is judged too (a mount keeps working with a replica
+    missing) - every brick online on a connected peer and nothing waiting to be healed, as
+    P(scc.nlp_training.glusterfs_volume_verdict#filter) says.
+  - Returns the problems by node (messages naming the node, what it saw and the fix), the mount state by node, the
+    report's measurements (C(shared_storage_visible), C(shared_storage_write_mbps)) and blame, and the volume's
+    verdict.
 options:
   _input:
     description: The node that wrote the probe file.
@@ -78,6 +82,14 @@ options:
     description: Whether a probe file was written; false judges the mount alone.
     type: bool
     default: true
+  volume:
+    description: The GlusterFS volume (C(SERVER:/NAME)) asked whether it is whole; empty for none.
+    type: str
+    default: ""
+  volume_probe:
+    description: What the volume's probe printed (roles/_shared_storage/files/glusterfs_probe.sh); none when the volume
+      was not asked.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -92,7 +104,8 @@ RETURN = r"""
 _value:
   description: >-
     Dictionary with C(problems) (node to message), C(mounted) (node to the check C(shared_storage_mounted)),
-    C(measurements) and C(blame) (C(host), C(msg)).
+    C(measurements), C(blame) (C(host), C(msg)) and C(volume) (none when no volume was asked, else its C(problems),
+    C(blame), C(detail) and the check C(shared_storage_volume_whole)).
   type: dict
 """
 
@@ -102,14 +115,17 @@ from ansible_collections.scc.nlp_training.plugins.plugin_utils.shared_storage im
 
 
 def shared_storage_check(writer, written, seen, hosts, unreached, token, shared_dir, mountpoint="", source="", fix="",
-                         situation="", stop="", write_floor=None, probe=True):
-    """{problems, mounted, measurements, blame}; raise AnsibleFilterError for input of the wrong kind."""
+                         situation="", stop="", write_floor=None, probe=True, volume="", volume_probe=None):
+    """{problems, mounted, measurements, blame, volume}; raise AnsibleFilterError for input of the wrong kind."""
     if not isinstance(written, dict) or not isinstance(seen, dict):
         raise AnsibleFilterError("shared_storage_check expects `written` and `seen` as dictionaries")
+    if volume_probe is not None and not isinstance(volume_probe, str):
+        raise AnsibleFilterError("shared_storage_check expects `volume_probe` as the probe's text (register.stdout), "
+                                 "got %s" % type(volume_probe).__name__)
     return storage_check(str(writer), written, {str(k): dict(v or {}) for k, v in seen.items()}, list(hosts),
                          list(unreached or []), str(token), str(shared_dir), str(mountpoint or ""),
                          str(source or ""), str(fix or ""), str(situation or ""), str(stop or ""), write_floor,
-                         bool(probe))
+                         bool(probe), str(volume or ""), volume_probe)
 
 
 class FilterModule(object):

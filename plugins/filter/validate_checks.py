@@ -49,10 +49,14 @@ def validate_nccl_transport(text, node, conf_path, exists, rdma_devices):
                                        [str(d) for d in rdma_devices or []])
 
 
-def validate_mpi_answers(mpi, hosts, hostnames, answered, failure, hostfile, unreached):
+def validate_mpi_answers(mpi, hosts, hostnames, answered, hostfile, unreached, failure=""):
     return checks.mpi_answers(list(hosts), dict(hostnames or {}), list(answered or []),
                               None if mpi is None else dict(mpi), str(failure or ""), str(hostfile),
                               list(unreached or []))
+
+
+def validate_peers_check(found, node):
+    return checks.peers_check(str(node), _mapping(found, "validate_peers_check", "cluster_peers_found"))
 
 
 def validate_venv_identity(hashes, first, venv, unreached):
@@ -72,5 +76,6 @@ class FilterModule(object):
             "validate_nccl_node": validate_nccl_node,
             "validate_nccl_transport": validate_nccl_transport,
             "validate_mpi_answers": validate_mpi_answers,
+            "validate_peers_check": validate_peers_check,
             "validate_venv_identity": validate_venv_identity,
         }

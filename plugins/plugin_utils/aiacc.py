@@ -7,6 +7,7 @@ tests/unit/runtime/); the filters in plugins/filter/aiacc.py are thin wrappers.
   aiacc_select         backend selection from the request, the source and the import probe
   aiacc_knob_error     a gradient-compression choice the possible backends cannot honour
   aiacc_plan           the preflight: source, the selection before anything is installed, the settings' problems
+  horovod_support_error  a Horovod build this request may need for a framework release Horovod does not support
   aiacc_env            the environment variables (name, value) rendered into the scc env file
   horovod_check_build  parse `horovodrun --check-build` output
   horovod_build_problems, backend_problems  the verify of the install and of the backend
@@ -31,6 +32,20 @@ COMPRESSIONS = {
 PERSEUS_DTYPE = {"fp16": 0, "none": 1, "mixed": 2}
 TRAINER_BACKEND = {"aiacc": "aiacc", "horovod": "horovod", "native": "torch"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# The framework series each Horovod release supports: the oldest it builds with and the newest its CI tested
+# (v0.28.1, 2023-06-12, its last release: docker-compose.test.yml runs TensorFlow 1.15.5 and 2.10.1 to 2.12.0, PyTorch
+# 1.5.0 to 2.0.0), and why a newer release is refused.
+HOROVOD_SUPPORT = {"0.28.1": {"tensorflow": ("1.15", "2.12"), "pytorch": ("1.5", "2.0")}}
+HOROVOD_BEYOND = {
+    # PyTorch 2.1+ headers stop with `#error C++17 or later compatible compiler is required` and Horovod compiles its
+    # PyTorch extension as C++14 (horovod/torch/CMakeLists.txt): the build cannot pass.
+    "pytorch": "PyTorch 2.1 and later need C++17 and Horovod compiles its PyTorch part as C++14: the build fails",
+    # A CPU build against TensorFlow 2.18.1 compiled and passed `horovodrun --check-build` on 2026-12-06 (22 min on
+    # a 2-core machine), but neither an NCCL build nor a pip lock set of Horovod with TensorFlow is verified.
+    "tensorflow": "no Horovod build for it is verified here (no GPU build, no pip lock set of Horovod with "
+                  "TensorFlow)",
+}
+FRAMEWORK_NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
 
 
 def aiacc_source(wheel_url: str, wheel_dir: str, conda_archive: str) -> str:
@@ -97,6 +112,44 @@ def aiacc_knob_error(requested: str, fallback: str, compression: str) -> str:
     return ""
 
 
+def _series(version: str) -> tuple[int, ...]:
+    """(major, minor) of a release such as '2.13.0+cpu'; () when it is not one."""
+    match = re.match(r"^(\d+)\.(\d+)", str(version).strip())
+    return (int(match.group(1)), int(match.group(2))) if match else ()
+
+
+def horovod_support_error(requested: str, fallback: str, framework: str, framework_version: str,
+                          horovod_version: str) -> str:
+    """'' unless this request may build Horovod (aiacc_backend horovod, or auto with aiacc_fallback horovod) for a
+    framework release outside what that Horovod supports; then the message, before anything is installed.
+    An empty framework_version (an adopted framework of unknown release) is left to the build's own gate."""
+    if requested == "horovod":
+        setting = "aiacc_backend is horovod"
+    elif requested == "auto" and fallback == "horovod":
+        setting = "aiacc_fallback is horovod (taken when AIACC-Training is absent or does not import)"
+    else:
+        return ""
+    table = HOROVOD_SUPPORT.get(str(horovod_version))
+    if table is None:
+        return (f"aiacc_horovod_version {horovod_version!r} is not one whose framework support this role knows "
+                f"({', '.join(HOROVOD_SUPPORT)}): set aiacc_horovod_version: {next(iter(HOROVOD_SUPPORT))}")
+    if framework not in table or not str(framework_version).strip():
+        return ""
+    supported = " and ".join(f"{FRAMEWORK_NAMES[fw]} {lo} to {hi}" for fw, (lo, hi) in sorted(table.items()))
+    low, high = (_series(x) for x in table[framework])
+    series = _series(framework_version)
+    if series and low <= series <= high:
+        return ""
+    name, setting_name = FRAMEWORK_NAMES[framework], f"{framework}_version"
+    why = HOROVOD_BEYOND[framework] if series > high else f"older than Horovod {horovod_version} builds with"
+    return (f"{setting}, which builds Horovod {horovod_version} (its last release, 2023) for {name}; it supports "
+            f"{supported}, and this node's {name} is {framework_version} ({setting_name}): {why}. "
+            f"Fix: set aiacc_fallback: native (the framework's own engine: torch.distributed or "
+            f"tf.distribute.MultiWorkerMirroredStrategy) and aiacc_backend: auto, give an AIACC-Training source, or "
+            f"pin {name} {low[0]}.{low[1]} to {high[0]}.{high[1]} with a pip lock that pins it "
+            f"(python36_pip_lock_file)")
+
+
 def _flag(value: Any) -> str:
     return "1" if value in (True, 1, "1", "true", "True", "yes") else "0"
 
@@ -157,14 +210,14 @@ def horovod_check_build(text: str) -> dict[str, Any]:
 
 
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
-FRAMEWORK_NAMES = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}
 
 
 def aiacc_plan(node: str, settings: Mapping[str, Any]) -> dict[str, Any]:
     """The preflight of the role. `settings`: the aiacc_* variables without the prefix (backend, fallback,
-    framework, wheel_url, wheel_dir, conda_archive, wheel_sha256, conda_sha256, package_version,
-    gradient_compression, streams, fusion_threshold_bytes, cycle_time_ms, extra_env). Returns source, pre (the
-    selection before the import is tried) and problems (one per rule broken, each naming the node and the fix)."""
+    framework, framework_version, horovod_version, wheel_url, wheel_dir, conda_archive, wheel_sha256, conda_sha256,
+    package_version, gradient_compression, streams, fusion_threshold_bytes, cycle_time_ms, extra_env). Returns
+    source, pre (the selection before the import is tried) and problems (one per rule broken, each naming the node
+    and the fix). A missing horovod_version is not checked (horovod_support_error needs a release to look up)."""
     def text(key: str) -> str:
         value = settings.get(key)
         return "" if value is None else str(value)
@@ -174,6 +227,11 @@ def aiacc_plan(node: str, settings: Mapping[str, Any]) -> dict[str, Any]:
     problems = []
     if pre["error"]:
         problems.append(f"{node}: {pre['error']}")
+    if "horovod_version" in settings:
+        horovod = horovod_support_error(text("backend"), text("fallback"), text("framework"),
+                                        text("framework_version").strip(), text("horovod_version"))
+        if horovod:
+            problems.append(f"{node}: {horovod}")
     if source == "url" and not _SHA256.match(text("wheel_sha256")):
         problems.append(f"{node}: aiacc_wheel_url needs aiacc_wheel_sha256 (64 hex digits; `sha256sum FILE` gives "
                         "it), so the file is checked before it is installed")

@@ -121,7 +121,7 @@ def _check_backend(python: str) -> None:
                              % (probe.stdout.strip(), python, SETUPTOOLS_FLOOR[0], python, SETUPTOOLS_FLOOR[0]))
 
 
-def sha256_file(path: Path) -> str:
+def _sha256(path: Path) -> str:
     with path.open("rb") as handle:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
@@ -160,9 +160,9 @@ def build(out_dir: str, python: str | None = None) -> dict[str, str]:
             raise NodeWheelError("building %s with setuptools failed (rc %d): %s. Fix: check that %s has pip and "
                                  "setuptools>=%d" % (name, run.returncode, tail, python, SETUPTOOLS_FLOOR[0]))
         target = out / name
-        digest = sha256_file(built)
+        digest = _sha256(built)
         # Replace the wheel only when its bytes changed, so its file time tells when the sources last changed.
-        if not target.is_file() or sha256_file(target) != digest:
+        if not target.is_file() or _sha256(target) != digest:
             tmp_target = out / (".%s.%d.tmp" % (name, os.getpid()))
             shutil.copyfile(built, tmp_target)
             os.replace(tmp_target, target)

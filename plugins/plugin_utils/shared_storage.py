@@ -1,8 +1,9 @@
 # Copyright: scc.nlp_training contributors
 # Apache-2.0
 """The shared-storage check (roles/_shared_storage, called by cpfs_client, bert, node_reboot and validate): one node
-writes a probe file, every node looks for it; this judges what they saw. Also the GlusterFS bricks a smaller
-inventory would orphan.
+writes a probe file, every node looks for it; this judges what they saw, and, for a GlusterFS volume, whether the
+volume itself is whole (plugin_utils.glusterfs_health: a mount keeps working with a replica missing). Also the
+GlusterFS bricks a smaller inventory would orphan.
 
 Pure functions over what the nodes printed and the run's unreached nodes: storage_check (filter
 shared_storage_check) judges the check; shared_storage_verdict (filter of the same name, the dd form of release 0.3)
@@ -14,6 +15,8 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
+
+from .glusterfs_health import volume_verdict
 
 MIB = 1048576
 _DD_SECONDS = re.compile(r"copied, ([0-9.]+) s")
@@ -96,16 +99,23 @@ def _reading(seen: Mapping[str, Any]) -> dict[str, Any]:
 def storage_check(writer: str, written: Mapping[str, Any], seen: Mapping[str, Mapping[str, Any]],
                   hosts: Sequence[str], unreached: Sequence[str], token: str, shared_dir: str, mountpoint: str = "",
                   source: str = "", fix: str = "", situation: str = "", stop: str = "",
-                  write_floor: Any = None, probe: bool = True) -> dict[str, Any]:
+                  write_floor: Any = None, probe: bool = True, volume: str = "",
+                  volume_probe: Optional[str] = None) -> dict[str, Any]:
     """The shared-storage check of roles/_shared_storage: `writer` wrote a probe file holding `token` in
     `shared_dir` (`written`: what the write printed, rc/bytes/seconds/error; {} when the token was written earlier);
     every node of `hosts` looked for it (`seen`: each node's registered read). A node passes when `mountpoint` (if
     set) is a mount point, mounted from `source` (if set), and the file is there with the token (and, when its size
     is known, the size written). With `probe` false no file was written: only the mount is judged.
 
+    `volume` (SERVER:/NAME, a GlusterFS volume) and `volume_probe` (what roles/_shared_storage/files/glusterfs_probe.sh
+    printed; None when the volume was not asked): whether the volume is whole (volume_verdict), blamed on the brick's
+    node when it is one of `hosts`.
+
     Returns `problems` (host -> the message naming the node, what it saw, `situation`, `stop` and `fix`, where
-    '{node}' in `fix` is the node), `mounted` (host -> the report's check shared_storage_mounted) and
-    `measurements` and `blame` for the report (shared_storage_visible, shared_storage_write_mbps)."""
+    '{node}' in `fix` is the node), `mounted` (host -> the report's check shared_storage_mounted),
+    `measurements` and `blame` for the report (shared_storage_visible, shared_storage_write_mbps) and `volume` (None
+    when no volume was asked, else its `problems`, `blame`, `detail` and the report's check
+    shared_storage_volume_whole)."""
     size = int(written.get("bytes") or 0) if written else 0
     wrote = not written or written.get("rc") == 0
     problems: dict[str, str] = {}
@@ -173,7 +183,21 @@ def storage_check(writer: str, written: Mapping[str, Any], seen: Mapping[str, Ma
               % (h, writer, shared_dir)} for h in (blind if wrote else [])]
     blame += [{"host": h, "msg": "%s: not reached, so the shared-storage check could not include it" % h}
               for h in (unreached if wrote else [])]
-    return {"problems": problems, "mounted": mounted, "measurements": measurements, "blame": blame}
+    return {"problems": problems, "mounted": mounted, "measurements": measurements, "blame": blame,
+            "volume": volume_check(volume, volume_probe, hosts)}
+
+
+def volume_check(volume: str, probe: Optional[str], hosts: Sequence[str]) -> Optional[dict[str, Any]]:
+    """The GlusterFS volume `volume` (SERVER:/NAME) judged from its probe: {problems, blame, detail, check} with the
+    report's check shared_storage_volume_whole; None when the volume was not asked (no volume, or check mode)."""
+    if not volume or probe is None:
+        return None
+    server, _sep, name = volume.rpartition(":/")
+    verdict = volume_verdict(probe, name or volume, server or volume, list(hosts))
+    problems = list(verdict["problems"])
+    check = {"name": "shared_storage_volume_whole", "status": "fail" if problems else "pass", "measured": None,
+             "floor": None, "unit": "", "detail": "; ".join(problems) or verdict["detail"]}
+    return {"problems": problems, "blame": list(verdict["blame"]), "detail": verdict["detail"], "check": check}
 
 
 def mount_state(fstab: str, mounted: Optional[Mapping[str, Any]], path: str, src: str, fstype: str,

@@ -2,7 +2,9 @@
 # Apache-2.0
 """The measurements and checks of the validate role, from what the nodes printed: the floors (their numbers, the
 entry of a GPU model), GPU health (nvidia-smi -q parsed, the kernel log's XIDs), the node's NCCL all_reduce, the NCCL
-transport in /etc/nccl.conf, the shared-storage mount, the MPI answers across the cluster and the venv packages.
+transport in /etc/nccl.conf, the shared-storage mount, the MPI answers across the cluster (a failed mpirun said by
+its cause, plugin_utils.mpirun_output), the peers each node resolves and reaches (plugin_utils.cluster_peers) and
+the venv packages.
 
 Pure functions over plain data; the filters in plugins/filter/validate_checks.py are thin wrappers. Measurements and
 checks have the report's shape (sccnlp.node.gates.checks: name, value/measured, unit, floor/ceiling, detail,
@@ -14,6 +16,8 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Optional
+
+from .mpirun_output import failure_cause
 
 # Floors that are text, not numbers (floors.yml's gpu entries).
 TEXT_KEYS = ("match", "gemm_dtype", "source")
@@ -174,8 +178,9 @@ def mpi_answers(hosts: Sequence[str], hostnames: Mapping[str, str], answered: It
                 ) -> dict[str, Any]:
     """`mpirun -np N hostname` over the hostfile: the measurement mpi_nodes_answering and whom it blames (the nodes
     that did not answer; when mpirun failed outright, the nodes not reached). `hostnames`: the host name each node
-    reported of itself ('' when unknown); `mpi`: the registered run (rc), None when the hostfile is missing;
-    `failure`: what to say after 'mpirun failed (rc N): '."""
+    reported of itself ('' when unknown); `mpi`: the registered run (rc, stderr, stdout), None when the hostfile is
+    missing; `failure`: what to say after 'mpirun failed (rc N): ', '' for the cause found in the run's own output
+    (mpirun_output.failure_cause: the ssh or rank error before Open MPI's closing help text)."""
     said = {line.strip() for line in answered}
     culprits: list[str]
     missing = [h for h in hosts if h not in said and str(hostnames.get(h) or h) not in said]
@@ -186,7 +191,8 @@ def mpi_answers(hosts: Sequence[str], hostnames: Mapping[str, str], answered: It
     elif "rc" not in mpi:
         detail, value, culprits = "every node answered mpirun -np N hostname", None, []
     elif mpi["rc"] != 0:
-        detail, value, culprits = "mpirun failed (rc %s): %s%s" % (mpi["rc"], failure, not_reached), \
+        said = failure or failure_cause("%s\n%s" % (mpi.get("stderr") or "", mpi.get("stdout") or ""), mpi["rc"])
+        detail, value, culprits = "mpirun failed (rc %s): %s%s" % (mpi["rc"], said, not_reached), \
             len(hosts) - len(missing), list(unreached)
     else:
         detail = ("no answer from %s%s" % (", ".join(missing), not_reached)) if missing \
@@ -218,3 +224,17 @@ def venv_identity(hashes: Mapping[str, str], first: str, venv: str, unreached: S
         detail += "; not compared (not reached in this run): " + ", ".join(unreached)
     return {"name": "venv_packages_identical", "status": status, "measured": len(groups), "floor": None,
             "unit": "distinct package sets", "detail": detail}
+
+
+def peers_check(node: str, found: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+    """The check peers_resolved_and_reached of a node from the cluster role's peer probe (`found`: cluster_peers_found,
+    {resolve, ssh}, plugin_utils.cluster_peers.peer_problems): every other node resolves to its inventory address and
+    answers `ssh NAME hostname` (what mpirun needs)."""
+    bad = [str(p) for p in found.get("resolve") or []] + ["ssh " + str(p) for p in found.get("ssh") or []]
+    if bad:
+        detail = ("%s: %s. Fix: run the cluster phase (`sccnlp deploy -i INVENTORY --playbook cluster`): it writes "
+                  "/etc/hosts and the known hosts of every node" % (node, "; ".join(bad)))
+    else:
+        detail = "%s: every other node resolves to its inventory address and answers ssh by its name" % node
+    return {"name": "peers_resolved_and_reached", "status": "fail" if bad else "pass", "measured": None,
+            "floor": None, "unit": "", "detail": detail}

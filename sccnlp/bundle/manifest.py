@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from sccnlp.errors import SccError
-from sccnlp.piplock import sha256_file  # the lock and the bundle hash files the same way
+from sccnlp.node.filehash import sha256_file
 
 SCHEMA = 1
 MANIFEST = "manifest.json"

@@ -15,7 +15,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from sccnlp.bundle.manifest import safe_source, sha256_file
+from sccnlp.bundle.manifest import safe_source
+from sccnlp.node.filehash import sha256_file
 
 FILES = "files"
 _HEX = re.compile(r"^(sha256:)?(?P<hex>[0-9a-fA-F]{64})$")

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sccnlp.bundle.manifest import safe_source, sha256_file
+from sccnlp.bundle.manifest import safe_source
 from sccnlp.errors import SccError
+from sccnlp.node.filehash import sha256_file
 
 WHEELS = "wheels"
 # The newest glibc of each release the lock targets (manylinux_2_N tags up to it install there).

@@ -18,3 +18,18 @@ def add_command(subparsers: Any, name: str, summary: str, examples: Sequence[str
         name, help=summary, description=description, epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     return parser
+
+
+def add_group(subparsers: Any, name: str, summary: str, examples: Sequence[str], metavar: str = "ACTION") -> Any:
+    """A sub-command made of sub-commands (`sccnlp testbed up|down|...`): its own subparsers, one of them required."""
+    parser = add_command(subparsers, name, summary, examples=examples)
+    sub = parser.add_subparsers(dest=f"{name}_command", metavar=metavar)
+    sub.required = True
+    return sub
+
+
+def add_extra_vars_option(parser: argparse.ArgumentParser, example: str) -> None:
+    """`-e` as ansible-playbook has it, read by sccnlp.extravars.parse_extra_vars."""
+    parser.add_argument("-e", "--extra-var", action="append", default=[], metavar="VARS",
+                        help="extra variables as ansible-playbook's -e takes them: KEY=VALUE (strings), a YAML/JSON "
+                             f"mapping or @FILE; repeatable, a later one wins (e.g. {example})")

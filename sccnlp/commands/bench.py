@@ -9,15 +9,13 @@ import subprocess
 import sys
 from typing import Any
 
-from sccnlp.commands import add_command
+from sccnlp.commands import add_command, add_group
 from sccnlp.errors import SccError
 
 
 def register(subparsers: Any) -> None:
-    parser = add_command(subparsers, "bench", "benchmarks (BERT pretraining throughput)",
-                         examples=["sccnlp bench bert --np 8", "sccnlp bench bert --matrix --dry-run"])
-    sub = parser.add_subparsers(dest="bench_command", metavar="WHAT")
-    sub.required = True
+    sub = add_group(subparsers, "bench", "benchmarks (BERT pretraining throughput)",
+                    examples=["sccnlp bench bert --np 8", "sccnlp bench bert --matrix --dry-run"], metavar="WHAT")
     p = add_command(
         sub, "bert", "sequences/s and MFU of the BERT trainer (python -m sccnlp.node.bert.bench) on this node",
         details="Runs `python -m sccnlp.node.bert.bench` under `mpirun -np N` (one rank per GPU), the launch path of\n"

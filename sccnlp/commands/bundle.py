@@ -5,17 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sccnlp.commands import add_command
+from sccnlp.commands import add_command, add_group
 from sccnlp.errors import SccError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = add_command(
+    bsub = add_group(
         sub, "bundle", "collect what a deploy installs into one verified directory (clusters without internet)",
         examples=["sccnlp bundle build -i inventory/static/hosts.yml -o scc-bundle",
                   "sccnlp bundle verify scc-bundle"])
-    bsub = parser.add_subparsers(dest="bundle_command", metavar="ACTION")
-    bsub.required = True
 
     build = add_command(
         bsub, "build", "fetch the nodes' wheels and Debian packages for an inventory, write the manifest",

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sccnlp.commands import add_command
+from sccnlp.commands import add_command, add_extra_vars_option
+from sccnlp.extravars import parse_extra_vars
 from sccnlp.runner import run_and_report
 
 
@@ -14,21 +15,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-i", "--inventory", required=True,
                         help="inventory: a static file, a *.scc.yml discovery config, or the test bed's")
     parser.add_argument("-l", "--limit", help="limit to these hosts (Ansible pattern)")
-    parser.add_argument("-e", "--extra-var", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra variable (repeatable)")
+    add_extra_vars_option(parser, "-e scc_shared_dir=/mnt/cpfs")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every task and ok result")
-
-
-def extravars(args: argparse.Namespace) -> dict[str, str]:
-    from sccnlp.errors import SccError
-
-    out: dict[str, str] = {}
-    for item in args.extra_var:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SccError(f"-e {item!r}: expected KEY=VALUE")
-        out[key] = value
-    return out
 
 
 def bundle_src(path: str) -> str:
@@ -94,7 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    variables = extravars(args)
+    variables = parse_extra_vars(args.extra_var)
     if args.bundle:
         variables["scc_bundle_src"] = bundle_src(args.bundle)
     elif variables.get("scc_bundle_dir"):

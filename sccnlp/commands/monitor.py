@@ -9,17 +9,16 @@ import os
 import socket
 from typing import Any
 
-from sccnlp.commands import add_command
+from sccnlp.commands import add_command, add_group
 from sccnlp.errors import SccError
 from sccnlp.monitor import prometheus, rdma
 
 
 def register(subparsers: Any) -> None:
-    parser = add_command(
+    sub = add_group(
         subparsers, "monitor", "watch live cluster metrics (RDMA traffic)",
-        examples=["sccnlp monitor rdma", "sccnlp monitor rdma --inventory inventory/static/hosts.yml --count 10"])
-    sub = parser.add_subparsers(dest="monitor_command", metavar="WHAT")
-    sub.required = True
+        examples=["sccnlp monitor rdma", "sccnlp monitor rdma --inventory inventory/static/hosts.yml --count 10"],
+        metavar="WHAT")
     p = add_command(
         sub, "rdma", "per-port RDMA transmit/receive rates from /sys/class/infiniband counters",
         details="With --prometheus URL (or $SCCNLP_PROMETHEUS_URL: the server playbooks/monitoring.yml runs, port\n"

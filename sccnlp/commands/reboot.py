@@ -6,8 +6,9 @@ import argparse
 import re
 
 from sccnlp.commands import add_command
-from sccnlp.commands.deploy import add_run_options, extravars
+from sccnlp.commands.deploy import add_run_options
 from sccnlp.errors import SccError
+from sccnlp.extravars import parse_extra_vars
 from sccnlp.runner import run_and_report
 
 _BATCH = re.compile(r"^(?:[1-9][0-9]*|(?:[1-9][0-9]?|100)%)$")
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     if not _BATCH.match(args.batch):
         raise SccError(f"--batch {args.batch}: a batch is a count of nodes (1, 2, ...) or a percentage of the cluster "
                        "(1% to 100%). Fix: e.g. --batch 1 or --batch 25%")
-    variables = {**extravars(args), "node_reboot_batch": args.batch,
+    variables = {**parse_extra_vars(args.extra_var), "node_reboot_batch": args.batch,
                  "node_reboot_all": str(args.all).lower(), "node_reboot_force": str(args.force).lower()}
     result = run_and_report("reboot", args.inventory, label="reboot.yml", extravars=variables, limit=args.limit,
                             check=args.check, verbose=args.verbose,

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from sccnlp.commands import add_command
+from sccnlp.commands import add_command, add_group
 from sccnlp.testbed import cluster
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = add_command(
+    tsub = add_group(
         sub, "testbed", "the local Docker test cluster (Debian 12 nodes, GlusterFS, sshd)",
         examples=["sccnlp testbed up --nodes 3", "sccnlp testbed status", "sccnlp testbed inventory",
                   "sccnlp testbed down"])
-    tsub = parser.add_subparsers(dest="testbed_command", metavar="ACTION")
-    tsub.required = True
 
     up = add_command(
         tsub, "up", "build the node image if needed and start the nodes; writes an inventory",
@@ -30,33 +28,32 @@ def register(sub: argparse._SubParsersAction) -> None:
     up.add_argument("--no-storage", action="store_true", help="do not serve the GlusterFS volume")
     up.add_argument("--no-egress", action="store_true",
                     help="nodes without a route out (nothing forwarded beyond their network; deploy with --bundle)")
+    up.add_argument("--tensorflow", action="store_true",
+                    help="the deploy installs TensorFlow CPU as well (tensorflow_enabled), for sccnlp train "
+                         "--framework tensorflow")
     up.set_defaults(func=_up)
 
-    down = add_command(tsub, "down", "remove the nodes, their network and the test bed's state",
-                       examples=["sccnlp testbed down", "sccnlp testbed down --name tb2"])
-    down.add_argument("--name", default="scc-tb", help="test bed name [%(default)s]")
-    down.set_defaults(func=_down)
-
-    st = add_command(tsub, "status", "show the nodes, their state and whether SSH answers",
-                     details="Exit status 0 when every node runs and answers on SSH, 1 otherwise.",
-                     examples=["sccnlp testbed status", "sccnlp testbed status --name tb2"])
-    st.add_argument("--name", default="scc-tb", help="test bed name [%(default)s]")
-    st.set_defaults(func=_status)
+    for action, summary, details, examples, func in (
+            ("down", "remove the nodes, their network and the test bed's state", "",
+             ["sccnlp testbed down", "sccnlp testbed down --name tb2"], _down),
+            ("status", "show the nodes, their state and whether SSH answers",
+             "Exit status 0 when every node runs and answers on SSH, 1 otherwise.",
+             ["sccnlp testbed status", "sccnlp testbed status --name tb2"], _status),
+            ("inventory", "print the path of the test bed's inventory", "",
+             ["sccnlp testbed inventory", 'sccnlp deploy -i "$(sccnlp testbed inventory)" --check'], _inventory)):
+        one = add_command(tsub, action, summary, examples=examples, details=details)
+        one.add_argument("--name", default="scc-tb", help="test bed name [%(default)s]")
+        one.set_defaults(func=func)
 
     img = add_command(tsub, "image", "build the node image (debootstrap + import) unless cached",
                       examples=["sccnlp testbed image", "sccnlp testbed image --force"])
     img.add_argument("--force", action="store_true", help="rebuild even if the recipe's image exists")
     img.set_defaults(func=_image)
 
-    inv = add_command(tsub, "inventory", "print the path of the test bed's inventory",
-                      examples=["sccnlp testbed inventory", 'sccnlp deploy -i "$(sccnlp testbed inventory)" --check'])
-    inv.add_argument("--name", default="scc-tb", help="test bed name [%(default)s]")
-    inv.set_defaults(func=_inventory)
-
 
 def _up(args: argparse.Namespace) -> int:
     spec = cluster.TestbedSpec(name=args.name, nodes=args.nodes, subnet=args.subnet, wheel_dir=args.wheel_dir,
-                               egress=not args.no_egress)
+                               egress=not args.no_egress, tensorflow=args.tensorflow)
     tb = cluster.up(spec, storage=not args.no_storage)
     print(tb.inventory)
     return 0

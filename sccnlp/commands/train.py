@@ -9,8 +9,9 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from sccnlp import runner
-from sccnlp.commands import add_command
+from sccnlp.commands import add_command, add_extra_vars_option
 from sccnlp.errors import SccError
+from sccnlp.extravars import parse_extra_vars
 
 FOLLOW_TASK = "Follow the training log"
 WHERE_TASK = "Show where the run writes"
@@ -29,8 +30,12 @@ def register(subparsers: Any) -> None:
                 "checkpoint by default (--resume auto).",
         examples=["sccnlp train -i inventory/static/hosts.yml --model base --steps 1000",
                   "sccnlp train -i inventory/static/hosts.yml --data-only --corpus /mnt/shared/corpus.txt",
-                  "sccnlp train -i inventory/static/hosts.yml --model large --phase 2 --run-name exp1 --resume auto"])
+                  "sccnlp train -i inventory/static/hosts.yml --model large --phase 2 --run-name exp1 --resume auto",
+                  "sccnlp train -i inventory/static/hosts.yml --framework tensorflow --model base --steps 1000"])
     p.add_argument("-i", "--inventory", required=True, help="inventory of the cluster")
+    p.add_argument("--framework", choices=("pytorch", "tensorflow"),
+                   help="the trainer: pytorch (a rank per GPU) or tensorflow (MultiWorkerMirroredStrategy, a worker "
+                        "per node; AIACC's Horovod API when the aiacc role installed it) (bert_framework)")
     p.add_argument("--model", choices=("tiny", "base", "large"), help="BERT size (bert_model)")
     p.add_argument("--phase", type=int, choices=(1, 2), help="1 = seq 128, 2 = seq 512 (bert_phase)")
     p.add_argument("--steps", type=int, help="optimizer steps (bert_steps)")
@@ -46,8 +51,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--vocab", help="a given vocab.txt on the first node (bert_vocab_file)")
     p.add_argument("--vocab-size", type=int, help="vocabulary size (bert_vocab_size)")
     p.add_argument("--data-only", action="store_true", help="prepare the data, do not launch training")
-    p.add_argument("-e", "--extra-var", action="append", default=[], metavar="KEY=VALUE",
-                   help="any other bert_* setting (repeatable)")
+    add_extra_vars_option(p, "-e bert_dupe_factor=2 for any other bert_* setting")
     p.add_argument("--limit", help="Ansible --limit")
     p.add_argument("--check", action="store_true", help="check mode: show what would change")
     p.add_argument("-v", "--verbose", action="store_true", help="show every task")
@@ -57,10 +61,10 @@ def register(subparsers: Any) -> None:
 def extravars(args: argparse.Namespace) -> dict[str, Any]:
     """Command-line options -> role variables."""
     out: dict[str, Any] = {}
-    simple = {"model": "bert_model", "phase": "bert_phase", "steps": "bert_steps", "batch_size": "bert_batch_size",
-              "accum_steps": "bert_accum_steps", "lr": "bert_lr", "precision": "bert_precision",
-              "resume": "bert_resume", "run_name": "bert_run_name", "vocab": "bert_vocab_file",
-              "vocab_size": "bert_vocab_size"}
+    simple = {"framework": "bert_framework", "model": "bert_model", "phase": "bert_phase", "steps": "bert_steps",
+              "batch_size": "bert_batch_size", "accum_steps": "bert_accum_steps", "lr": "bert_lr",
+              "precision": "bert_precision", "resume": "bert_resume", "run_name": "bert_run_name",
+              "vocab": "bert_vocab_file", "vocab_size": "bert_vocab_size"}
     for attr, var in simple.items():
         value = getattr(args, attr, None)
         if value is not None:
@@ -74,28 +78,8 @@ def extravars(args: argparse.Namespace) -> dict[str, Any]:
             out.update(bert_corpus_source="path", bert_corpus_path=args.corpus)
     if args.data_only:
         out["bert_launch"] = False
-    for item in args.extra_var:
-        key, sep, value = item.partition("=")
-        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
-            raise SccError(f"-e {item!r}: write KEY=VALUE, e.g. -e bert_dupe_factor=2")
-        out[key] = _scalar(value)
+    out.update(parse_extra_vars(args.extra_var))
     return out
-
-
-def _scalar(text: str) -> Any:
-    """YAML-like scalars for -e values: ints, floats, true/false, [a, b] lists; otherwise the string."""
-    import yaml
-
-    try:
-        value = yaml.safe_load(text) if text else ""
-    except yaml.YAMLError:
-        return text
-    if isinstance(value, str):
-        try:
-            return float(value)  # YAML 1.1 reads 1e-3 as a string
-        except ValueError:
-            return value
-    return value
 
 
 class ProgressPrinter:

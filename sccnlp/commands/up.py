@@ -30,6 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--report-dir", default=None, help="where the validation report goes")
     parser.add_argument("--offline", action="store_true",
                         help="nodes without egress, deployed from an offline bundle built here first")
+    parser.add_argument("--tensorflow", action="store_true",
+                        help="also install TensorFlow CPU on the nodes (tensorflow_enabled; the bundle carries its "
+                             "wheels), so `sccnlp train --framework tensorflow` runs there")
     parser.add_argument("--bundle-dir", default=None,
                         help="where --offline builds (or reuses) the bundle [$SCCNLP_HOME/bundle, ~/.sccnlp/bundle]")
     parser.add_argument("-v", "--verbose", action="store_true")
@@ -48,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     times: dict[str, float] = {}
     t = _phase("test bed")
     tb = cluster.up(cluster.TestbedSpec(name=args.name, nodes=args.nodes, subnet=args.subnet,
-                                        egress=not args.offline))
+                                        egress=not args.offline, tensorflow=args.tensorflow))
     times["testbed"] = time.monotonic() - t
     from sccnlp.cli import main as cli_main
 

@@ -8,15 +8,15 @@ unreachable or did not finish, or no fragment came back for a node of the run.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from sccnlp.commands import add_command
+from sccnlp.commands import add_command, add_extra_vars_option
 from sccnlp.errors import SccError
+from sccnlp.extravars import parse_extra_vars
 from sccnlp.report.verdict import PlayedHost, Verdict, decide
 
 if TYPE_CHECKING:
@@ -43,30 +43,10 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-l", "--limit", help="limit to these hosts (Ansible pattern)")
     parser.add_argument("--report-dir", default="validate-report",
                         help="where fragments/, raw/, report.json and report.html go [%(default)s]")
-    parser.add_argument("-e", "--extra-var", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra variable, e.g. validate_gpu_quick=true (repeatable)")
+    add_extra_vars_option(parser, "-e validate_gpu_quick=true")
     parser.add_argument("--from-fragments", action="store_true",
                         help="do not run the playbook; rebuild the report from REPORT_DIR/fragments/")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every task")
-
-
-def _extravars(pairs: list[str]) -> dict[str, Any]:
-    """KEY=VALUE pairs; a VALUE starting with { or [ is JSON (e.g. validate_floors_override={"cluster": {...}})."""
-    out: dict[str, Any] = {}
-    for item in pairs:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SccError(f"-e {item!r}: expected KEY=VALUE")
-        if value[:1] in ("{", "["):
-            try:
-                out[key] = json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise SccError(f"-e {key}=...: the value is not valid JSON ({exc.msg} at column {exc.colno}); "
-                               'quote it like -e \'validate_floors_override={"gpu": {"H200": {"copy_tbps": 4}}}\'') \
-                    from exc
-        else:
-            out[key] = value
-    return out
 
 
 def fragment_files(report_dir: Path) -> list[Path]:
@@ -126,7 +106,7 @@ def run(args: argparse.Namespace, stream: TextIO | None = None) -> int:
     report_dir.mkdir(parents=True, exist_ok=True)
     clear_fragments(report_dir)
     extra: dict[str, Any] = {"validate_report_dir": str(report_dir), "validate_merge_report": False}
-    extra.update(_extravars(args.extra_var))
+    extra.update(parse_extra_vars(args.extra_var))
     result = run_and_report("validate", args.inventory, extravars=extra, limit=args.limit, verbose=args.verbose,
                             stream=stream)
     print("", file=stream)

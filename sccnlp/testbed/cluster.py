@@ -45,6 +45,9 @@ class TestbedSpec:
     egress: bool = True
     # An offline bundle on the controller (sccnlp bundle build) the inventory deploys from: scc_bundle_src.
     bundle: str = ""
+    # TensorFlow CPU in the nodes' training venv as well (tensorflow_enabled), for `sccnlp train --framework
+    # tensorflow`; an offline bundle then carries its wheels.
+    tensorflow: bool = False
 
 
 @dataclass
@@ -287,6 +290,8 @@ def write_inventory(tb: Testbed) -> Path:
     if tb.spec.bundle:
         # Every run on this inventory (deploy, reboot, train) installs only from the bundle.
         group_vars["scc_bundle_src"] = tb.spec.bundle
+    if tb.spec.tensorflow:
+        group_vars["tensorflow_enabled"] = True
     inventory = {
         "all": {
             "children": {

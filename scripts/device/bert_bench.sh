@@ -5,7 +5,7 @@
 #   GROUP   = synthetic (default) | real (prepares the demo corpus unpacked and packed first; needs CORPUS=file[.gz])
 #   VARIANT = label:model:seq_len:batch:steps:warmup[:trainer options[:bench options]], words joined by commas;
 #             @OUT@ stands for the output folder, @U128@/@P128@/@U512@/@P512@ for the prepared (un)packed phases.
-#   e.g. "new128:bert-large:128:256:30:10:" or "old128:bert-large:128:256:30:10:--encoder,hf"
+#   e.g. "new128:bert-large:128:256:30:10:" or "new128adamw:bert-large:128:256:30:10:--optimizer,adamw"
 #   A bench option "--peer,hf-compile" times the peer (sccnlp.node.bert.peer: plain Hugging Face + torch.compile, what a
 #   user would pick) instead of the trainer; the summary ends with each figure's ratio to the peer of the same seq.
 # Results: $OUT (or ./bench-out) gets results.tar.gz (one JSON, curve and profile per variant, log.txt) and
@@ -18,24 +18,19 @@ rm -rf "$out"; mkdir -p "$out" "$final"
 budget="${1:-540}"; shift || true
 group=synthetic
 if [ "$#" -ge 1 ] && [[ "$1" != *:* ]]; then group=$1; shift; fi
-EAGER="--encoder,hf,--compile,none,--attn,eager,--full-head,--optimizer,adamw"
 if [ "$#" -eq 0 ] && [ "$group" = synthetic ]; then
   set -- "new128b256:bert-large:128:256:30:8::--profile,@OUT@/profile_new128b256.txt" \
          "peer128b256:bert-large:128:256:20:5::--peer,hf-compile" \
          "new128b512:bert-large:128:512:20:5:" \
-         "eager128b256:bert-large:128:256:15:3:$EAGER" \
          "new512b64:bert-large:512:64:20:5::--profile,@OUT@/profile_new512b64.txt" \
          "peer512b64:bert-large:512:64:15:4::--peer,hf-compile" \
-         "old128b256:bert-large:128:256:20:5:--encoder,hf" \
-         "new128b512adamw:bert-large:128:512:20:5:--optimizer,adamw" \
-         "old512b64:bert-large:512:64:15:4:--encoder,hf"
+         "new128b512adamw:bert-large:128:512:20:5:--optimizer,adamw"
 elif [ "$#" -eq 0 ] && [ "$group" = real ]; then
   set -- "real512u:bert-large:512:64:30:8:--data-dir,@U512@" \
          "real512p:bert-large:512:64:30:8:--data-dir,@P512@:--profile,@OUT@/profile_real512p.txt" \
          "real128u:bert-large:128:256:30:8:--data-dir,@U128@" \
          "real128p:bert-large:128:256:30:8:--data-dir,@P128@" \
-         "curve_new:bert-large:128:256:200:1:--data-dir,@U128@:--curve,@OUT@/losses_new.json" \
-         "curve_old:bert-large:128:256:200:1:--data-dir,@U128@,--encoder,hf:--curve,@OUT@/losses_old.json"
+         "curve_new:bert-large:128:256:200:1:--data-dir,@U128@:--curve,@OUT@/losses_new.json"
 fi
 # torchao (the trainer's --precision fp8) from the carried wheels when the image's Python lacks it.
 bench_site=/tmp/scc-bench-site

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from conftest import (
     CLUSTER_FILES,
     HOSTFILE,
     MOUNTPOINT,
+    REPO_ROOT,
     SCENARIO_DIR,
     Run,
     file_hashes,
@@ -75,13 +78,14 @@ def test_limit_to_one_node_writes_what_a_full_run_writes(tmp_path, hosts):
                       "> /tmp/hosts && cat /tmp/hosts > /etc/hosts")
     node.check_output(f"rm -f {HOSTFILE}")
     node.check_output("sed -i 's/from=\"[^\"]*\"/from=\"10.0.0.1\"/' /root/.ssh/authorized_keys")
+    # ... and no known hosts at all, as on a re-imaged node: the others' keys come from the controller's record.
+    node.check_output("rm -f /etc/ssh/ssh_known_hosts")
     assert file_hashes(node) != full[LIMITED]
     inv = write_inventory(tmp_path, NODES)
     run = _timed("limit_one_node_cluster_yml", playbook(inv, "cluster.yml", "--limit", LIMITED))
     assert run.rc == 0, run.tail()
     assert set(run.recap) == {LIMITED}, run.recap
-    # One node_files run writes the cluster files (the hosts block, the hostfile and the authorized key among them):
-    # it reports the repair once; the comparison below proves each of the three is back.
+    # it did repair the four files (one node_files run writes every cluster file)
     assert run.recap[LIMITED]["changed"] >= 1, run.recap
     assert _everywhere(hosts, NAMES) == full   # byte-identical to the full run's, on it and (untouched) on the others
 
@@ -106,23 +110,45 @@ def test_a_new_node_nobody_can_reach_is_not_written_into_the_cluster_files(tmp_p
             assert ghost not in text and "10.91.0.99" not in text, (name, path)
 
 
-def test_validation_blames_the_node_without_the_shared_storage(tmp_path, hosts):
+def test_validation_blames_the_node_without_the_shared_storage_and_the_brick_that_is_down(tmp_path, hosts):
     node = CLIENTS[-1]   # a client-only node, not the first node
+    brick = BRICKS[-1]   # its brick process stopped: the mount still works, the volume is degraded
     hosts[node].check_output(f"umount {MOUNTPOINT}")
+    hosts[brick].check_output("kill $(pidof glusterfsd)")   # the brick process (the self-heal daemon is glusterfs)
     try:
-        run = _timed("validate_yml", playbook(write_inventory(tmp_path, NODES), "validate.yml",
-                                              *_report(tmp_path)))
+        run = _timed("validate_yml", playbook(write_inventory(tmp_path, NODES), "validate.yml", *_report(tmp_path),
+                                              "-e", "cpfs_client_glusterfs_settle_timeout=0"))
     finally:
         hosts[node].check_output(f"mount {MOUNTPOINT}")
+        _brick_back(hosts)
     assert run.rc == 2, run.tail()
-    assert [h for h, _unused in run.failures] == [node], run.tail()   # not the first node, which ran the cluster checks
-    msg = run.failures[0][1]["msg"]
+    # not the first node, which ran the cluster checks
+    assert sorted(h for h, _unused in run.failures) == sorted([node, brick]), run.tail()
+    msg = dict(run.failures)[node]["msg"]
     assert f"{node}: {MOUNTPOINT} is not a mount point: the shared storage is not mounted on this node. " \
            f"Fix: run playbooks/storage.yml --limit {node}" in msg
     assert f"{node}: did not see the file {NAMES[0]} wrote in {MOUNTPOINT}" in msg
+    lost = " ".join(dict(run.failures)[brick]["msg"].split())
+    assert f"{brick}: GlusterFS volume gv0: brick {brick}:/bricks/gv0 is missing from `gluster volume status` (its " \
+           f"process does not run on {brick})" in lost, lost
+    assert f"then on {NAMES[0]} `gluster --mode=script volume start gv0 force" in lost, lost
     report = json.loads((tmp_path / "report/fragments" / f"{NAMES[0]}.json").read_text())
     seen = next(c for c in report["cluster"]["checks"] if c["name"] == "shared_storage_visible")
     assert seen["status"] == "fail" and f"not seen (same size) by {node}" in seen["detail"], seen
+    whole = next(c for c in report["cluster"]["checks"] if c["name"] == "shared_storage_volume_whole")
+    assert whole["status"] == "fail" and f"brick {brick}:/bricks/gv0 is missing" in whole["detail"], whole
+
+
+def _brick_back(hosts) -> None:
+    """Every brick of gv0 running again and nothing left to heal (what the next cases' storage checks require)."""
+    hosts[NAMES[0]].check_output("gluster --mode=script volume start gv0 force")
+    for _attempt in range(60):
+        summary = hosts[NAMES[0]].check_output("gluster volume heal gv0 info summary")
+        pending = [int(n) for n in re.findall(r"heal pending: (\d+)", summary)]
+        if pending and not any(pending) and "not connected" not in summary:
+            return
+        time.sleep(1)
+    pytest.fail(f"gv0 still heals a minute after its bricks came back: {summary}")
 
 
 def test_a_node_lost_mid_deploy_is_named_and_a_rerun_completes_it(tmp_path, hosts):
@@ -166,7 +192,8 @@ def _lose_a_node_and_rerun(tmp_path, hosts, run_on, inv) -> None:
     assert again.rc == 0, again.tail()
     for name in run_on[:-1]:
         assert again.recap[name]["changed"] == 0, again.recap
-    assert again.recap[LOST]["changed"] > 0, again.recap   # what it missed (Docker also rewrote its /etc/hosts)
+    # The lost node may need nothing: the cluster role's boot hook (scc-hosts) put back the hosts block Docker rewrote
+    # on its restart; its cluster files are compared byte for byte with the full run's below.
     assert hosts[LOST].check_output(f"findmnt -n -o FSTYPE --mountpoint {MOUNTPOINT}") == "fuse.glusterfs"
 
 
@@ -193,13 +220,12 @@ def test_removing_a_node_that_holds_a_brick_is_refused(tmp_path, hosts):
     assert _everywhere(hosts, NAMES) == before
 
 
-@pytest.fixture(scope="module")
-def new_node():
-    """A fresh container like the scenario's (same image and options, from molecule.yml), on the cluster network;
-    removed after the add and remove cases."""
+def _fresh_container(name: str, ip: str) -> testinfra.host.Host:
+    """A container as the scenario makes its nodes (same image and options, from molecule.yml), on the cluster
+    network, freshly made: nothing installed, new SSH host keys. Any container of that name goes first."""
     p = PLATFORMS[NAMES[0]]
-    args = ["docker", "run", "-d", "--name", NEW, "--hostname", NEW, "--network", p["networks"][0]["name"],
-            "--ip", NEW_IP, "--cgroupns", p["cgroupns_mode"]]
+    args = ["docker", "run", "-d", "--name", name, "--hostname", name, "--network", p["networks"][0]["name"],
+            "--ip", ip, "--cgroupns", p["cgroupns_mode"]]
     for tmpfs in p["tmpfs"]:
         args += ["--tmpfs", tmpfs]
     for volume in p["volumes"]:
@@ -208,11 +234,17 @@ def new_node():
         args += ["--device", device]
     for cap in p["capabilities"]:
         args += ["--cap-add", cap]
-    subprocess.run(["docker", "rm", "-f", NEW], check=False, capture_output=True)   # left by an interrupted run
+    subprocess.run(["docker", "rm", "-f", name], check=False, capture_output=True)
     subprocess.run([*args, p["image"], p["command"]], check=True, capture_output=True)
+    _wait_for_systemd(name)
+    return testinfra.get_host(f"docker://{name}")
+
+
+@pytest.fixture(scope="module")
+def new_node():
+    """A fresh node on the cluster network, removed after the add and remove cases."""
     try:
-        _wait_for_systemd(NEW)
-        yield testinfra.get_host(f"docker://{NEW}")
+        yield _fresh_container(NEW, NEW_IP)
     finally:
         subprocess.run(["docker", "rm", "-f", NEW], check=False, capture_output=True)
 
@@ -267,3 +299,97 @@ def test_removing_a_node_leaves_no_stale_entry(tmp_path, hosts, new_node):
         assert [line.split()[1] for line in _block(hosts[name].file("/etc/hosts").content_string)] == NAMES
     assert mpirun_hostname(hosts[NAMES[0]]) == sorted(NAMES)
     assert _everywhere(hosts, NAMES) == ORIGINAL   # the cluster as it was before the node came
+
+
+def _sccnlp(tmp_path: Path, *args: str) -> Run:
+    """`sccnlp ARGS` as a user runs it, its runs recorded under the test's folder."""
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "sccnlp.cli", *args], cwd=REPO_ROOT, capture_output=True, text=True,
+                          env={**os.environ, "SCCNLP_HOME": str(tmp_path / "sccnlp-home")}, timeout=1800, check=False)
+    return Run(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)
+
+
+def _on_nodes(text: str) -> list[tuple[str, str]]:
+    """(node, command) of every "on NODE" followed by a command in backquotes in a message, in order."""
+    return re.findall(r"on (\S+) `([^`]+)`", text)
+
+
+def test_a_reimaged_brick_server_joins_again_with_one_command(tmp_path, hosts):
+    """README "Re-imaging a node": the node comes back under its name and address with new host keys and nothing
+    installed (its container made again). The controller refuses it until `sccnlp node reimaged` is run, which trusts
+    its new keys, refreshes every node's cluster files and sets it up; its lost GlusterFS brick fails the storage
+    check with the commands that add it back, which, run as written, make the volume whole. Runs last: the node is
+    left with the cluster and storage phases only."""
+    node, ip, first = BRICKS[-1], NODES[BRICKS[-1]], NAMES[0]
+    hosts[first].check_output(f"echo before > {MOUNTPOINT}/written-before-reimage")
+    old_key = " ".join(hosts[node].check_output("cat /etc/ssh/ssh_host_ed25519_key.pub").split()[:2])
+    known = tmp_path / "known_hosts"   # the controller's record of the node, as before the re-image
+    known.write_text(f"{ip} {old_key}\n")
+    fresh = _fresh_container(node, ip)
+    key = tmp_path / "controller_key"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    fresh.check_output(f"install -d -m 0700 /root/.ssh && echo {key.with_suffix('.pub').read_text().strip()!r} "
+                       ">> /root/.ssh/authorized_keys")   # what provisioning does for the new install
+    settings = {"ansible_connection": "ssh", "ansible_user": "root", "ansible_ssh_private_key_file": str(key),
+                "ansible_ssh_args": "-o ControlMaster=no",
+                "ansible_ssh_common_args": f"-o UserKnownHostsFile={known} -o StrictHostKeyChecking=yes "
+                                           "-o ConnectTimeout=5"}
+    inv = str(write_inventory(tmp_path, NODES, over_ssh={node: settings}))
+
+    refused = _timed("reimaged_refused", _sccnlp(tmp_path, "deploy", "-i", inv, "--playbook", "cluster", "-l", node))
+    assert refused.rc == 1, refused.tail()
+    flat = " ".join(refused.stdout.split())
+    assert f"{node}: its SSH host key is not the one this controller recorded (ED25519 key in {known}:1): REMOTE " \
+           f"HOST IDENTIFICATION HAS CHANGED" in flat, flat[-3000:]
+    assert f"Fix: if {node} was re-imaged, run `sccnlp node reimaged {node} -i {inv}`" in flat
+
+    joined = _timed("reimaged_node_command", _sccnlp(
+        tmp_path, "node", "reimaged", node, "-i", inv, "--playbook", "storage",
+        "-e", "cpfs_client_glusterfs_settle_timeout=0"))
+    flat = " ".join(joined.stdout.split())
+    new_key = " ".join(fresh.check_output("cat /etc/ssh/ssh_host_ed25519_key.pub").split()[:2])
+    assert f"{ip} {new_key}" in known.read_text().splitlines() and old_key not in known.read_text(), flat[:2000]
+    assert f"{node}: removed 1 old key line(s) of {ip} from {known}" in flat, flat[:2000]
+    assert "cluster.yml: OK" in flat, flat[-4000:]
+    # Every node's cluster files are those of a full run: the node's own known hosts list every node's keys.
+    first_files = file_hashes(hosts[first])
+    for name in NAMES:
+        assert file_hashes(hosts[name])["/etc/ssh/ssh_known_hosts"] == first_files["/etc/ssh/ssh_known_hosts"], name
+        assert _block(hosts[name].file("/etc/hosts").content_string) == \
+            _block(hosts[first].file("/etc/hosts").content_string), name
+    assert f"{node},{ip} {new_key}" in hosts[first].file("/etc/ssh/ssh_known_hosts").content_string
+    assert mpirun_hostname(hosts[first]) == sorted(NAMES)
+    # Its brick went with the old install: the storage check names it, with the commands that add it back.
+    assert joined.rc == 1, joined.tail()
+    assert f"brick {node}:/bricks/gv0 is missing from `gluster volume status` (its server {node} is disconnected " \
+           "from the trusted pool, state Peer in Cluster)" in flat, flat[-4000:]
+    reimaged = flat.split(f"if {node} was re-imaged (its brick and GlusterFS state are gone): ", 1)[1]
+    steps = _on_nodes(reimaged.split("volume heal gv0 full`", 1)[0] + "volume heal gv0 full`")
+    assert [n for n, _cmd in steps] == [first, node, first, first], steps
+    assert steps[0][1] == f"gluster --mode=script volume remove-brick gv0 replica {len(BRICKS) - 1} " \
+                          f"{node}:/bricks/gv0 force && gluster --mode=script peer detach {node} force"
+    t0 = time.monotonic()
+    for i, (where, command) in enumerate(steps):
+        if i == 3:   # "once gluster peer status on FIRST shows NODE in state Peer in Cluster"
+            _wait_until(hosts[first], f"gluster peer status | grep -A2 'Hostname: {node}$' | grep -q 'Peer in Cluster'")
+        hosts[where].check_output(command)
+    _wait_until(hosts[first], "gluster volume heal gv0 info summary | grep 'heal pending' | grep -qv ': 0$' && exit 1 "
+                              "|| exit 0")
+    _record_time("reimaged_brick_fix_commands", time.monotonic() - t0)
+    again = _timed("reimaged_storage_rerun", _sccnlp(tmp_path, "deploy", "-i", inv, "--playbook", "storage", "-l",
+                                                     f"{node},localhost"))
+    assert again.rc == 0, again.tail()
+    assert fresh.check_output("cat /bricks/gv0/written-before-reimage") == "before"   # healed onto the new brick
+    assert fresh.check_output(f"findmnt -n -o FSTYPE --mountpoint {MOUNTPOINT}") == "fuse.glusterfs"
+
+
+def _wait_until(host: testinfra.host.Host, check: str, seconds: int = 60) -> None:
+    for _attempt in range(seconds):
+        if host.run(check).rc == 0:
+            return
+        time.sleep(1)
+    pytest.fail(f"{check!r} did not succeed within {seconds} s")
+
+
+def _record_time(name: str, seconds: float) -> None:
+    _timed(name, Run(0, "", "", seconds))

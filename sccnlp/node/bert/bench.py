@@ -24,7 +24,8 @@ from sccnlp.node.errors import SccError
 
 # (model, seq_len, batch per GPU) for --matrix
 MATRIX = (("bert-base", 128, 256), ("bert-base", 512, 64), ("bert-large", 128, 256), ("bert-large", 512, 64))
-GOALS = {("bert-large", 128): 2050.0, ("bert-large", 512): 480.0}  # seq/s per H200 (issue 15)
+# The seq/s per GPU each figure is measured against (docs/BENCHMARKS.md, BERT pretraining on one H200).
+GOALS = {("bert-large", 128): 2050.0, ("bert-large", 512): 480.0}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,14 +87,14 @@ def bench_one(model: str, seq_len: int, batch: int, steps: int, warmup: int, dat
     trainer.sync()
     if trainer.is_cuda:
         torch.cuda.reset_peak_memory_stats(trainer.device)
-    trainer._window_tokens = trainer._window_masked = 0
+    trainer.counted.take()  # count from here
     t0 = time.perf_counter()
     losses = []
     for _round in range(steps):
-        losses.append(trainer.train_step(batches())[0])
+        losses.append(trainer.train_step(batches()).loss)
     trainer.sync()
     seconds = time.perf_counter() - t0
-    tokens, masked = trainer._window_tokens, trainer._window_masked  # real (non-padding) tokens, this rank
+    tokens, masked = trainer.counted.take()  # real (non-padding) tokens, this rank
     trainer.check_nonfinite()
     seq_s = steps * trainer.global_batch / seconds
     per_gpu = seq_s / trainer.world
@@ -115,7 +116,7 @@ def bench_one(model: str, seq_len: int, batch: int, steps: int, warmup: int, dat
         "mfu": round(real_flops / seconds / trainer.peak, 4) if trainer.peak else None,
         "flops_per_token": trainer.flops_per_token, "peak_flops": trainer.peak or None,
         "step_ms": round(1000 * seconds / steps, 2), "compile_s": round(compile_s, 1),
-        "first_loss": round(float(first[0]), 4), "last_loss": round(float(losses[-1]), 4),
+        "first_loss": round(float(first.loss), 4), "last_loss": round(float(losses[-1]), 4),
         "mem_gib": round(torch.cuda.max_memory_allocated(trainer.device) / 2**30, 2) if trainer.is_cuda else None,
         "device": torch.cuda.get_device_name(trainer.device) if trainer.is_cuda else "cpu",
         "torch": torch.__version__, "trainer": trainer.describe(), "train_args": extra, "label": label,

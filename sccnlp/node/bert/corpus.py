@@ -8,7 +8,6 @@ documents by byte range, so every worker reads only its part of a large file and
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -16,8 +15,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
-from sccnlp.node.errors import SccError
+from sccnlp.node.errors import SccError, json_command
 
 # Installed documentation packages that give English prose: package -> (directory globs, file globs, excluded names).
 DEBIAN_DOC_SOURCES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
@@ -280,17 +280,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
+
+    def run() -> dict[str, Any]:
         if args.action == "build":
             packages = args.package or [DEFAULT_PACKAGE]
-            stats = write_corpus(iter_debian_documents(packages, args.root), args.out, int(args.max_mb * 1e6))
-        else:
-            stats = check_corpus(args.path)
-    except SccError as exc:
-        print(f"sccnlp.node.bert.corpus: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    print(json.dumps(asdict(stats)))
-    return 0
+            return asdict(write_corpus(iter_debian_documents(packages, args.root), args.out, int(args.max_mb * 1e6)))
+        return asdict(check_corpus(args.path))
+
+    return json_command("sccnlp.node.bert.corpus", run)
 
 
 if __name__ == "__main__":

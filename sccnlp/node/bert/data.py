@@ -1,15 +1,16 @@
 """Reader of the pretraining shard format (docs/DATA_FORMAT.md): memory-mapped, one disjoint slice per rank.
 
 A rank reads records `[rank * total // world, (rank + 1) * total // world)` of the concatenation of all shards,
-shuffled within its slice once per epoch (seeded), and hands out fixed-size batches of torch tensors. The position
-(epoch, batches taken) is saved in checkpoints so a resumed run continues where it stopped.
+shuffled within its slice once per epoch (seeded), and hands out fixed-size batches (torch tensors, or NumPy
+arrays for the TensorFlow trainer). The position (epoch, batches taken) is saved in checkpoints so a resumed run
+continues where it stopped.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from queue import Full, Queue
@@ -121,35 +122,31 @@ class ShardSet:
         return out
 
 
-def to_batch(records: dict[str, np.ndarray], trim_to: int = 0) -> dict[str, Any]:
-    """NumPy records -> torch tensors the model takes. `trim_to` > 0 cuts padding columns past that length.
+def to_arrays(records: dict[str, np.ndarray], trim_to: int = 0) -> dict[str, Any]:
+    """NumPy records -> the model's inputs as int64 NumPy arrays (both trainers read these). `trim_to` > 0 cuts
+    padding columns past that length.
 
     Besides the model inputs: `real_tokens` and `masked` (ints, counted here so the trainer never waits for the
     device to count them), and `pair_ids` [B, S] (the pair of each token, padding its own group) whenever some
     token must not see another; packed records also give `position_ids` (restarting per pair) and `pair_starts`.
     """
-    import torch
-
     ids = records["input_ids"]
     seq_len = ids.shape[1]
     if trim_to:
         seq_len = min(seq_len, trim_to)
-    lengths_np = records["lengths"].astype(np.int64)
-    count_np = records["mlm_count"].astype(np.int64)
-    lengths = torch.from_numpy(lengths_np)
-    count = torch.from_numpy(count_np)
+    lengths = records["lengths"].astype(np.int64)
+    count = records["mlm_count"].astype(np.int64)
     pred = records["mlm_positions"].shape[1]
     cols = np.arange(seq_len)[None, :]
     batch: dict[str, Any] = {
-        "input_ids": torch.from_numpy(ids[:, :seq_len].astype(np.int64)),
-        "token_type_ids": torch.from_numpy(records["segment_ids"][:, :seq_len].astype(np.int64)),
+        "input_ids": ids[:, :seq_len].astype(np.int64),
+        "token_type_ids": records["segment_ids"][:, :seq_len].astype(np.int64),
         "lengths": lengths,
-        "full": bool((lengths_np >= seq_len).all()),
-        "mlm_positions": torch.from_numpy(records["mlm_positions"].astype(np.int64)),
-        "mlm_labels": torch.where(torch.arange(pred)[None, :] < count[:, None],
-                                  torch.from_numpy(records["mlm_ids"].astype(np.int64)), torch.tensor(-100)),
-        "real_tokens": int(lengths_np.sum()),
-        "masked": int(count_np.sum()),
+        "full": bool((lengths >= seq_len).all()),
+        "mlm_positions": records["mlm_positions"].astype(np.int64),
+        "mlm_labels": np.where(np.arange(pred)[None, :] < count[:, None], records["mlm_ids"].astype(np.int64), -100),
+        "real_tokens": int(lengths.sum()),
+        "masked": int(count.sum()),
     }
     if "pair_starts" in records:
         starts = records["pair_starts"].astype(np.int64)
@@ -158,20 +155,27 @@ def to_batch(records: dict[str, np.ndarray], trim_to: int = 0) -> dict[str, Any]
         k = starts.shape[1]
         # pairs lie back to back from column 0: a token's pair is the number of valid starts at or before it
         pair = ((cols[:, :, None] >= starts[:, None, :]) & valid[:, None, :]).sum(-1) - 1
-        inside = cols < lengths_np[:, None]
+        inside = cols < lengths[:, None]
         pair = np.where(inside, pair, k)  # padding: its own group
         row_start = np.take_along_axis(starts, np.clip(pair, 0, k - 1), 1)
-        batch["pair_ids"] = torch.from_numpy(pair)
-        batch["position_ids"] = torch.from_numpy(np.where(inside, cols - row_start, 0))
-        batch["pair_starts"] = torch.from_numpy(np.where(valid, starts, 0))
+        batch["pair_ids"] = pair
+        batch["position_ids"] = np.where(inside, cols - row_start, 0)
+        batch["pair_starts"] = np.where(valid, starts, 0)
         nsp = records["nsp_labels"].astype(np.int64)
-        batch["nsp_labels"] = torch.from_numpy(np.where(valid & (nsp != NO_PAIR), nsp, -100))
+        batch["nsp_labels"] = np.where(valid & (nsp != NO_PAIR), nsp, -100)
         batch["full"] = False
     else:
-        batch["nsp_labels"] = torch.from_numpy(records["nsp_labels"].astype(np.int64))
+        batch["nsp_labels"] = records["nsp_labels"].astype(np.int64)
         if not batch["full"]:
-            batch["pair_ids"] = torch.from_numpy((cols >= lengths_np[:, None]).astype(np.int64))
+            batch["pair_ids"] = (cols >= lengths[:, None]).astype(np.int64)
     return batch
+
+
+def to_batch(records: dict[str, np.ndarray], trim_to: int = 0) -> dict[str, Any]:
+    """NumPy records -> torch tensors the PyTorch model takes (`to_arrays`, each array as a tensor)."""
+    import torch
+
+    return {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in to_arrays(records, trim_to).items()}
 
 
 def bucket_length(max_len: int, seq_len: int, multiple: int) -> int:
@@ -182,10 +186,12 @@ def bucket_length(max_len: int, seq_len: int, multiple: int) -> int:
 
 
 class RankLoader:
-    """Batches of `batch_size` records from this rank's slice, shuffled per epoch, prefetched in a thread."""
+    """Batches of `batch_size` records from this rank's slice, shuffled per epoch, prefetched in a thread; each
+    made by `convert` (torch tensors by default, `to_arrays` for NumPy)."""
 
     def __init__(self, shards: ShardSet, rank: int, world: int, batch_size: int, seed: int = 12345,
-                 pad_multiple: int = 64, prefetch: int = 4) -> None:
+                 pad_multiple: int = 64, prefetch: int = 4,
+                 convert: Callable[[dict[str, np.ndarray], int], dict[str, Any]] = to_batch) -> None:
         self.shards = shards
         self.start, self.end = rank_range(len(shards), rank, world)
         self.batch_size = batch_size
@@ -196,6 +202,7 @@ class RankLoader:
         self.seed = seed
         self.pad_multiple = pad_multiple
         self.prefetch = prefetch
+        self.convert = convert
         self.epoch = 0
         self.batch_in_epoch = 0
 
@@ -225,7 +232,7 @@ class RankLoader:
                 records = self.shards.take(order[b * self.batch_size:(b + 1) * self.batch_size])
                 trim = bucket_length(int(records["lengths"].max()), self.shards.meta.seq_len, self.pad_multiple)
                 self.batch_in_epoch += 1
-                yield to_batch(records, trim)
+                yield self.convert(records, trim)
             self.epoch += 1
             self.batch_in_epoch = 0
 

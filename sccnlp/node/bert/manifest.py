@@ -11,7 +11,6 @@ partition again). Run: `python -m sccnlp.node.bert.manifest verify --data-dir <d
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -19,17 +18,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sccnlp.node.errors import SccError
-
-CHUNK = 1 << 20
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
+from sccnlp.node.errors import SccError, json_command
+from sccnlp.node.filehash import sha256_file
 
 
 def describe(folder: Path, names: Iterable[str]) -> dict[str, dict[str, Any]]:
@@ -106,13 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from sccnlp.node.bert.shards import PHASES
 
     args = build_parser().parse_args(argv)
-    try:
-        result = verify(args.data_dir, PHASES[args.phase].dirname, args.phase, args.full)
-    except SccError as exc:
-        print(f"sccnlp.node.bert.manifest: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    print(json.dumps(result))
-    return 0
+    return json_command("sccnlp.node.bert.manifest",
+                        lambda: verify(args.data_dir, PHASES[args.phase].dirname, args.phase, args.full))
 
 
 if __name__ == "__main__":

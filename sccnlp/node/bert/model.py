@@ -1,9 +1,6 @@
-"""BERT pretraining model (transformers' BertForPreTraining) with the MLM head run on masked positions only.
-
-The encoder and heads are the stock `transformers` modules (parameter names such as
-`bert.encoder.layer.3.attention.self.query.weight`); only the forward differs: the hidden states of the (at most
-`max_pred`) masked positions are gathered before the head transform and the vocabulary projection, which skips
-~85% of the head's work and of its logits' memory.
+"""What the BERT sizes are and what a step costs: the model sizes, the `transformers` BertConfig the encoder
+(`sccnlp.node.bert.encoder`) and the benchmark's peer are built from, the FLOP counts behind MFU, the weight-decay
+rule and whether fp8 can run on a rank.
 """
 
 from __future__ import annotations
@@ -70,48 +67,6 @@ def step_flops(config: Any, seq_len: int, tokens: int, masked: int) -> float:
     tokens x (6 N_encoder + 12 L d s) + masked x 6 (d^2 + d V). Padding and the skipped rows of the last layer are
     not counted as work; attention is counted over the row length s."""
     return tokens * flops_per_token(config, seq_len) + masked * head_flops_per_prediction(config)
-
-
-def build_model(config: Any, full_head: bool = False) -> Any:
-    """BertForPreTraining's modules under a forward that returns (loss, mlm_loss, nsp_loss).
-
-    `full_head` runs the MLM head over every position, as the stock model does (the slow baseline).
-    """
-    import torch
-    from torch import nn
-    from transformers import BertForPreTraining
-
-    class _BertPretrainer(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            hf = BertForPreTraining(config)
-            self.config = config
-            self.bert = hf.bert
-            self.cls = hf.cls
-            if self.cls.predictions.decoder.weight is not self.bert.embeddings.word_embeddings.weight:
-                self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
-
-        def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, attention_mask: torch.Tensor | None,
-                    mlm_positions: torch.Tensor, mlm_labels: torch.Tensor,
-                    nsp_labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-            out = self.bert(input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask,
-                            return_dict=False)
-            sequence, pooled = out[0], out[1]
-            hidden = sequence.size(-1)
-            if full_head:
-                logits = self.cls.predictions(sequence).float()  # [B, S, V]
-                mlm_labels = torch.full(input_ids.shape, -100, dtype=mlm_labels.dtype, device=input_ids.device) \
-                    .scatter(1, mlm_positions, mlm_labels)
-            else:
-                masked = sequence.gather(1, mlm_positions.unsqueeze(-1).expand(-1, -1, hidden))  # [B, P, H]
-                logits = self.cls.predictions(masked).float()
-            mlm_loss = nn.functional.cross_entropy(logits.view(-1, logits.size(-1)), mlm_labels.view(-1),
-                                                   ignore_index=-100)
-            nsp_logits = self.cls.seq_relationship(pooled).float()
-            nsp_loss = nn.functional.cross_entropy(nsp_logits, nsp_labels)
-            return mlm_loss + nsp_loss, mlm_loss.detach(), nsp_loss.detach()
-
-    return _BertPretrainer()
 
 
 def no_decay(name: str) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 from torch.optim import Optimizer
 
+from sccnlp.node.bert.schedule import warmup_poly
 from sccnlp.node.errors import SccError
 
 
@@ -129,20 +130,6 @@ def build_optimizer(name: str, model: torch.nn.Module, lr: float, weight_decay: 
         return torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.999), eps=1e-6, weight_decay=weight_decay,
                                  fused=True)
     raise SccError(f"unknown --optimizer {name!r}: choose one of {', '.join(OPTIMIZERS)}")
-
-
-def warmup_poly(total_steps: int, warmup: float | int, power: float = 1.0) -> Any:
-    """Factor for LambdaLR: linear warmup over `warmup` steps (a fraction < 1 means of total), then
-    (1 - progress) ** power down to 0 at `total_steps`."""
-    warm = int(warmup * total_steps) if isinstance(warmup, float) and warmup < 1 else int(warmup)
-
-    def factor(step: int) -> float:
-        if warm and step < warm:
-            return (step + 1) / warm
-        progress = (step - warm) / max(1, total_steps - warm)
-        return max(0.0, 1.0 - progress) ** power
-
-    return factor
 
 
 def build_scheduler(optimizer: Optimizer, total_steps: int, warmup: float, power: float) -> Any:

@@ -28,7 +28,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sccnlp.node.errors import SccError
+from sccnlp.node.errors import SccError, json_command
+from sccnlp.node.filehash import sha256_file
 
 WRITER_VERSION = 2  # 2: deterministic vocabulary training (vocab.train_vocab)
 COMPLETE = ".complete"
@@ -106,7 +107,7 @@ def make_settings(args: argparse.Namespace) -> Settings:
     if "://" in corpus:
         corpus = str(fetch_corpus(corpus, args.corpus_sha256 or "", Path(args.out_root) / "corpus"))
     stats = bcorpus.check_corpus(corpus)
-    corpus_sha = bvocab.sha256_file(corpus)
+    corpus_sha = sha256_file(corpus)
     if args.corpus_sha256 and args.corpus_sha256.lower() != corpus_sha:
         raise SccError(f"corpus {corpus} has sha256 {corpus_sha}, expected {args.corpus_sha256}: fix "
                        "--corpus-sha256 or the corpus")
@@ -114,7 +115,7 @@ def make_settings(args: argparse.Namespace) -> Settings:
     if args.vocab:
         tokens = bvocab.read_vocab(args.vocab)
         bvocab.check_vocab_size(args.vocab, tokens, args.vocab_size)
-        vocab_sha = bvocab.sha256_file(args.vocab)
+        vocab_sha = sha256_file(args.vocab)
     phases = sorted({int(p) for p in str(args.phases).split(",") if p.strip()})
     from sccnlp.node.bert.shards import PHASES
 
@@ -280,7 +281,7 @@ def finalize(data_dir: str | os.PathLike[str], num_nodes: int = 0) -> dict[str, 
                        "re-run the shards stage on those nodes")
     records = [json.loads(part_file(folder, p).read_text()) for p in range(settings.partitions)]
     tokens = bvocab.read_vocab(folder / "vocab.txt")
-    vocab_sha = bvocab.sha256_file(folder / "vocab.txt")
+    vocab_sha = sha256_file(folder / "vocab.txt")
     totals = {}
     padding = {}
     for number in settings.phases:
@@ -350,32 +351,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def run_stage(args: argparse.Namespace) -> dict[str, Any]:
+    """The stage the command line names; its summary."""
+    if args.stage == "shards":
+        return make_shards(args.data_dir, args.node_index, args.num_nodes, args.workers)
+    if args.stage == "finalize":
+        return finalize(args.data_dir, args.num_nodes)
+    workers = args.workers or os.cpu_count() or 1
+    if not args.partitions:
+        args.partitions = max(1, args.num_nodes) * workers
+    settings = make_settings(args)
+    if args.stage == "plan":
+        return plan(settings, args.out_root)
+    result = init(settings, args.out_root)
+    if args.stage == "run" and not result["complete"]:
+        make_shards(result["data_dir"], 0, 1, workers)
+        result = {**finalize(result["data_dir"]), **plan(settings, args.out_root)}
+    return result
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        if args.stage in ("plan", "init", "run"):
-            workers = args.workers or os.cpu_count() or 1
-            if not args.partitions:
-                args.partitions = max(1, args.num_nodes) * workers
-            settings = make_settings(args)
-            if args.stage == "plan":
-                result = plan(settings, args.out_root)
-            elif args.stage == "init":
-                result = init(settings, args.out_root)
-            else:
-                result = init(settings, args.out_root)
-                if not result["complete"]:
-                    make_shards(result["data_dir"], 0, 1, workers)
-                    result = {**finalize(result["data_dir"]), **plan(settings, args.out_root)}
-        elif args.stage == "shards":
-            result = make_shards(args.data_dir, args.node_index, args.num_nodes, args.workers)
-        else:
-            result = finalize(args.data_dir, args.num_nodes)
-    except SccError as exc:
-        print(f"sccnlp.node.bert.prepare: error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    print(json.dumps(result))
-    return 0
+    return json_command("sccnlp.node.bert.prepare", lambda: run_stage(args))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -48,14 +47,6 @@ def check_vocab_size(path: str | os.PathLike[str], tokens: Sequence[str], expect
         raise SccError(f"vocabulary size mismatch: {path} has {len(tokens)} tokens but the vocabulary size is set "
                        f"to {expected} (bert_vocab_size / --vocab-size): set it to {len(tokens)} or give the "
                        "vocab.txt the model was configured for")
-
-
-def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 22) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _normalizer(lowercase: bool) -> Any:

@@ -31,11 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sccnlp.node.bert import checkpoint
+
 EXIT_LOST_PEER = 75  # a watcher found a peer rank without heartbeat
 EXIT_CLIENT_GONE = 76  # the client lease expired: checkpoint saved, run stopped
 EXIT_COMM_ERROR = 77  # a collective failed: a peer is gone (its connection closed, or the collective timed out)
 EXIT_STORAGE = 78  # a checkpoint could not be written (storage full or failing): every rank stopped
-CKPT_RE = re.compile(r"^ckpt-(\d+)\.pt$")
 _MPI_LOST_DAEMON = re.compile(r"lost communication with a remote daemon", re.I)
 _MPI_REMOTE = re.compile(r"Remote daemon:\s*\S+\s+on node\s+(\S+)")
 _MPI_NOTICED = re.compile(r"process rank (\d+) with PID \d+ on node (\S+) (exited on signal \d+[^.]*|exited)")
@@ -242,11 +243,6 @@ def comm_error_line(exc: BaseException) -> str:
 # --------------------------------------------------------------------------------------------------- post-mortem
 
 
-def latest_checkpoint(run_dir: Path) -> Path | None:
-    found = [(int(m.group(1)), f) for f in run_dir.glob("ckpt-*.pt") if (m := CKPT_RE.match(f.name))]
-    return max(found)[1] if found else None
-
-
 def first_failure(beats: Sequence[dict[str, Any]], lost: dict[str, Any] | None, mpirun_log: str,
                   rank_hosts: Sequence[str]) -> dict[str, Any] | None:
     """The rank that stopped first and why, from the heartbeats, a watcher's `lost.json` and mpirun's output.
@@ -310,7 +306,7 @@ def report(folder: Path, run_dir: Path, rank_hosts: Sequence[str], mpirun_log: s
     lost = _read_json(folder / "lost.json")
     # A storage failure stopped every rank on purpose and said so: no rank was lost.
     found = first_failure(beats, lost, mpirun_log, rank_hosts) if rc not in (0, EXIT_STORAGE) else None
-    ckpt = latest_checkpoint(run_dir)
+    ckpt = checkpoint.latest(run_dir, checkpoint.ANY_TRAINER)  # the PyTorch trainer's .pt or TensorFlow's .index
     result: dict[str, Any] = {"rc": rc, "first": found, "checkpoint": str(ckpt) if ckpt else None,
                               "ranks_seen": len(beats)}
     try:

@@ -20,7 +20,7 @@ import pytest
 pytestmark = pytest.mark.testbed
 
 RUN_NAME = f"itest-{int(time.time())}"
-QUICK = ["-e", "bert_corpus_max_mb=1", "-e", "bert_vocab_size=2000", "-e", "bert_prepare_phases=[1]",
+QUICK = ["-e", "bert_corpus_max_mb=1", "-e", "bert_vocab_size=2000", "-e", '{"bert_prepare_phases": [1]}',
          "-e", "bert_dupe_factor=1", "-e", "bert_optimizer=adamw", "-e", "bert_warmup=0.1", "-e", "bert_log_interval=5",
          "-e", "bert_poll_interval=5", "-e", "bert_train_timeout=900", "-e", "bert_ckpt_interval=10",
          "--model", "tiny", "--batch-size", "16", "--lr", "0.001"]

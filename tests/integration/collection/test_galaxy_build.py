@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from plugins.plugin_utils import node_wheel
+from sccnlp.node.filehash import sha256_file
 
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
@@ -255,5 +256,5 @@ def test_installed_collection_builds_the_same_node_wheel(work: Path, installed: 
     assert proc.returncode == 0, _explain(proc)
     built = json.loads(re.search(r'"msg": "WHEEL (\{.*\})"', proc.stdout.replace('\\"', '"')).group(1))
     assert built["path"] == str(out / built["name"]) and (out / built["name"]).is_file(), built
-    assert built["sha256"] == node_wheel.sha256_file(out / built["name"])
+    assert built["sha256"] == sha256_file(out / built["name"])
     assert built["sha256"] == node_wheel.build(str(work / "node-wheel-checkout"))["sha256"]

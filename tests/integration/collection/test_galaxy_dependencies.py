@@ -15,19 +15,13 @@ proves the dependency is what makes it pass. On this host, in check mode: cpfs_c
 (ansible.posix.mount); the package-locking task files load, and community.general.dnf_versionlock itself runs up to
 its own first check (no dnf on Debian; locking for real needs a RHEL-family node).
 
-Cost (`pytest -q tests/integration/collection/test_galaxy_dependencies.py`, wheels cached; the first run downloads
-about 100 MB), measured 2026-12-06 on the shared two-core machine at load average 8 to 12, so noisy: 87 s and 101 s,
-against 71 s and 109 s for the one-end version it replaced (the installed `ansible` package's collections). Per end,
-building and installing the dependencies takes about 14 s and the module checks about 13 s; the rest (about 25 s) is
-the ansible-core venv, made once."""
+Its cost is in docs/BENCHMARKS.md (ecosystem checks)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -36,6 +30,9 @@ from typing import NamedTuple
 
 import pytest
 import yaml
+
+from sccnlp.bundle.collections import build_installed
+from sccnlp.node.filehash import sha256_file
 
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
@@ -127,19 +124,11 @@ def tarball(work: Path) -> Path:
     return out / f"{GALAXY['namespace']}-{GALAXY['name']}-{GALAXY['version']}.tar.gz"
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _ansible_wheel(end: AnsibleEnd) -> Path:
     """The `ansible` wheel of one end: from .cache/ansible-wheels/ when its sha256 is the pinned one, else fetched
     with `pip download --no-deps` (a cached file with another digest is replaced) and checked again."""
     wheel = WHEELS / f"ansible-{end.version}-py3-none-any.whl"
-    if wheel.is_file() and _sha256(wheel) == end.sha256:
+    if wheel.is_file() and sha256_file(wheel) == end.sha256:
         return wheel
     wheel.unlink(missing_ok=True)
     WHEELS.mkdir(parents=True, exist_ok=True)
@@ -148,7 +137,7 @@ def _ansible_wheel(end: AnsibleEnd) -> Path:
                 cwd=WHEELS)
     assert proc.returncode == 0, (f"{_explain(proc)}\nFix: give this machine access to the Python registry, or put "
                                   f"ansible-{end.version}-py3-none-any.whl (sha256 {end.sha256}) into {WHEELS}")
-    digest = _sha256(wheel)
+    digest = sha256_file(wheel)
     assert digest == end.sha256, (f"{wheel} has sha256 {digest}, ANSIBLE_ENDS pins {end.sha256} for ansible "
                                   f"{end.version}: the download is not the reviewed artefact; remove it and check")
     return wheel
@@ -187,22 +176,9 @@ def dependencies(request: pytest.FixtureRequest, work: Path) -> dict[str, Path]:
     out = base / "dist"
     out.mkdir(parents=True)
     with zipfile.ZipFile(wheel) as archive:
-        return {name: _build_installed(_extract(archive, name, base / "wheel"), base / "src" / name, out)
+        return {name: build_installed(_extract(archive, name, base / "wheel"), base / "src" / name, out,
+                                      galaxy_bin=str(BIN / "ansible-galaxy"))
                 for name in _closure(archive)}
-
-
-def _build_installed(src: Path, copy: Path, out: Path) -> Path:
-    """`ansible-galaxy collection build` of a collection as the `ansible` package ships it: its MANIFEST.json's
-    collection_info becomes the galaxy.yml (the package strips files its FILES.json lists, so it is no artifact)."""
-    info = json.loads((src / "MANIFEST.json").read_text())["collection_info"]
-    shutil.copytree(src, copy, ignore=shutil.ignore_patterns("__pycache__", "MANIFEST.json", "FILES.json"))
-    galaxy = {k: v for k, v in info.items() if v not in (None, [], {}, "") and k != "license_file"}
-    if info.get("license_file") and not info.get("license"):
-        galaxy["license_file"] = info["license_file"]
-    (copy / "galaxy.yml").write_text(yaml.safe_dump(galaxy))
-    proc = _run([str(BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(out), str(copy)], cwd=copy)
-    assert proc.returncode == 0, _explain(proc)
-    return out / f"{info['namespace']}-{info['name']}-{info['version']}.tar.gz"
 
 
 def _install(work: Path, venv: Path, dest: Path, paths: list[Path]) -> subprocess.CompletedProcess[str]:
@@ -266,9 +242,10 @@ def _playbook(venv: Path, *args: str) -> list[str]:
 
 def test_cpfs_client_mounts_with_ansible_posix_from_the_install(work: Path, installed: Path, installed_alone: Path,
                                                                 core_venv: Path) -> None:
-    """cpfs_client's mount step (ansible.posix.mount) runs from the installed collections: its configure phase in
-    check mode on this host (the node probe reads, the trial mount is skipped in check mode), so nothing is mounted
-    and /etc/fstab stays as it is. Without ansible.posix the same play fails on the module name."""
+    """cpfs_client's mount step (ansible.posix.mount) runs from the installed collections: in check mode on this
+    host, from the read-only probe of the mount point and fstab on (the mount step judges what it read; the trial
+    mount between them is skipped in check mode), so nothing is mounted and /etc/fstab stays as it is. Without
+    ansible.posix the same play fails on the module name."""
     mnt = work / "mnt"
     play = [{"name": "Shared storage from the installed collection", "hosts": "localhost", "gather_facts": False,
              "vars": {"cpfs_client_backend": "nfs", "cpfs_client_nfs_export": "192.0.2.1:/scc-galaxy-test",
@@ -278,7 +255,8 @@ def test_cpfs_client_mounts_with_ansible_posix_from_the_install(work: Path, inst
     book = work / "cpfs_client.yml"
     book.write_text(yaml.safe_dump(play, sort_keys=False))
     fstab = Path("/etc/fstab").read_bytes() if Path("/etc/fstab").exists() else None
-    cmd = _playbook(core_venv, "--check", str(book))
+    cmd = _playbook(core_venv, "--check", "--start-at-task",
+                    "Read what is mounted on the mount point and the fstab line for it", str(book))
     alone = _run(cmd, cwd=work, env=_env(installed_alone, core_venv))
     assert alone.returncode != 0 and "ansible.posix.mount" in alone.stdout + alone.stderr, _explain(alone)
     proc = _run(cmd, cwd=work, env=_env(installed, core_venv))

@@ -135,19 +135,10 @@ def test_timeout(api, plugin_factory, write_config) -> None:
     assert "timed out after 1 attempt(s) with a 0.5s timeout" in text
 
 
-def test_missing_credentials(api, plugin_factory, write_config, monkeypatch, tmp_path) -> None:
+def test_missing_credentials(api, plugin_factory, write_config, monkeypatch, tmp_path, no_default_credentials) -> None:
     for var in ("ALIBABA_CLOUD_ACCESS_KEY_ID", "ALIBABA_CLOUD_ACCESS_KEY_SECRET", "ALICLOUD_ACCESS_KEY",
                 "ALICLOUD_SECRET_KEY", "ALICLOUD_PROFILE", "ALIBABA_CLOUD_PROFILE"):
         monkeypatch.delenv(var, raising=False)
-    # the SDK's default chain comes last: no metadata service here (it reads its settings at import), no profiles
-    from alibabacloud_credentials.utils import auth_util
-
-    monkeypatch.setattr(auth_util, "environment_ecs_metadata_disabled", "true")
-    monkeypatch.setattr(auth_util, "environment_cli_profile_disabled", "true")
-    monkeypatch.setattr(auth_util, "environment_credentials_file", str(tmp_path / "no-credentials"))
-    monkeypatch.setattr(auth_util, "environment_access_key_id", None)
-    monkeypatch.setattr(auth_util, "environment_access_key_secret", None)
-    monkeypatch.setenv("HOME", str(tmp_path))
     cfg = f"regions: [cn-hangzhou]\nendpoint: {api.url}\nprofile_file: {tmp_path / 'none.json'}\n"
     text = error_of(plugin_factory, write_config(cfg))
     assert text.startswith("no Alibaba Cloud credentials found: set access_key_id and access_key_secret"), text

@@ -139,8 +139,13 @@ def test_check_mode_reboots_nothing(testbed_inventory, containers):
         assert in_node(c, f"test -e {MARK}", check=False).returncode == 1, f"{name} was marked in check mode"
 
 
+def hosts_file(container: str) -> str:
+    return in_node(container, "sha256sum /etc/hosts").stdout.split()[0]
+
+
 def test_rolling_reboot_in_batches_of_one_validates_each_node_before_the_next(testbed_inventory, containers, shared):
     before = stamps(containers)
+    hosts_before = {name: hosts_file(c) for name, c in containers.items()}
     t0 = time.monotonic()
     book = playbook(testbed_inventory, "reboot.yml", "-e", "node_reboot_all=true", "-e", "node_reboot_batch=1")
     seconds = time.monotonic() - t0
@@ -152,7 +157,7 @@ def test_rolling_reboot_in_batches_of_one_validates_each_node_before_the_next(te
     assert task_hosts(book.stdout, "Reboot the node", "changed") == names, book.stdout[-4000:]
     # The shared storage: the shared-storage check's own assert (roles/_shared_storage, this batch's node only).
     for check in ("Check the kernel the GPU stack was built for", "Fail where the node does not see the shared storage",
-                  "Check the NCCL settings"):
+                  "Check the NCCL settings", "Check that the node resolves and reaches every other node"):
         assert task_hosts(book.stdout, check) == names, (check, book.stdout[-4000:])
     # No GPU, no RDMA on the test bed: those checks are skipped, not passed.
     assert task_hosts(book.stdout, "Check that every GPU is back", "skipping") == names
@@ -162,6 +167,8 @@ def test_rolling_reboot_in_batches_of_one_validates_each_node_before_the_next(te
     for name, c in containers.items():
         assert in_node(c, f"test -e {MARK}", check=False).returncode == 1, f"{name} still marked"
         assert in_node(c, f"findmnt -n -o FSTYPE --mountpoint {shared}").stdout.strip() == "fuse.glusterfs"
+    # Docker wrote a fresh /etc/hosts into every node as it started; scc-hosts.service put the cluster block back.
+    assert {name: hosts_file(c) for name, c in containers.items()} == hosts_before
     _record("rolling_reboot_3_nodes_batch_1_s", round(seconds, 1))
     # One batch = one node's drain, reboot and validation: the time between two consecutive nodes' boots.
     for first, second in zip(names, names[1:]):
@@ -206,6 +213,38 @@ def test_a_node_back_without_its_storage_stops_the_rollout_and_a_rerun_continues
     assert final[last] != after[last]
     assert {n: final[n] for n in names[:2]} == {n: after[n] for n in names[:2]}
     assert task_hosts(again.stdout, "Reboot the node", "changed") == [last]
+
+
+def test_a_node_that_boots_with_wrong_names_stops_the_rollout_and_the_cluster_phase_mends_it(
+        testbed_inventory, containers):
+    """A boot that writes a stale hosts file (cloud-init's template with an old address): here the restore script's
+    copy of the block names a peer at a wrong address. The reboot's validation names the peer and the addresses;
+    the next cluster run puts the block and its boot-time copy right."""
+    names = list(containers)
+    bad, peer = names[1], names[2]
+    c = containers[bad]
+    line = next(x for x in in_node(c, "cat /etc/hosts").stdout.splitlines() if x.endswith(f" {peer}"))
+    right = line.split()[0]
+    wrong = right.rsplit(".", 1)[0] + ".99"
+    script = "/usr/local/sbin/scc-hosts-restore"
+    in_node(c, f"sed -i 's/^{right} {peer}$/{wrong} {peer}/' {script} && grep -q '^{wrong} {peer}$' {script}")
+    t0 = time.monotonic()
+    book = playbook(testbed_inventory, "reboot.yml", "--limit", bad, "-e", "node_reboot_all=true")
+    _record("reboot_wrong_names_s", round(time.monotonic() - t0, 1))
+    assert book.returncode == 2, book.stdout[-4000:]
+    flat = " ".join(book.stdout.split())
+    assert f"{bad}: after the reboot, {peer} resolves to {wrong}, not {right}; ssh to {peer} (rc 255)" in flat, \
+        flat[-4000:]
+    assert f"the rollout stops here. Fix: run the cluster phase on this node (`sccnlp deploy -i INVENTORY --playbook " \
+           f"cluster -l {bad}`" in flat
+    t0 = time.monotonic()
+    mended = playbook(testbed_inventory, "cluster.yml", "--limit", bad)
+    _record("cluster_limit_mends_names_s", round(time.monotonic() - t0, 1))
+    assert mended.returncode == 0, mended.stdout[-4000:]
+    # the block and its boot-time copy (one node_files run writes both)
+    assert recap(mended.stdout)[bad]["changed"] >= 1
+    assert f"{right} {peer}" in in_node(c, "cat /etc/hosts").stdout.splitlines()
+    assert in_node(c, f"grep -c '^{right} {peer}$' {script}").stdout.strip() == "1"
 
 
 def test_a_training_run_on_a_node_is_refused_unless_forced(testbed_inventory, containers):

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from plugins.plugin_utils import node_wheel
+from sccnlp.node.filehash import sha256_file
 
 
 def _changed(output: str) -> int:
@@ -34,7 +34,7 @@ def test_delivery_is_verified_and_idempotent(role_play: Any, tmp_path: Path, int
     assert _changed(first.output) >= 3, first.output[-3000:]  # directory, wheel, install, record
     built = next((tmp_path / "build").glob("sccnlp_node-*.whl"))
     delivered = tmp_path / "wheels" / built.name
-    assert node_wheel.sha256_file(delivered) == node_wheel.sha256_file(built)
+    assert sha256_file(delivered) == sha256_file(built)
     env = {"PYTHONPATH": str(tmp_path / "pylib")} if into == "target" else {}
     probe = subprocess.run([str(venv / "bin" / "python"), "-c",
                             "import sccnlp.node.gates.evaluate as m, sccnlp; print(m.__file__); "
@@ -50,4 +50,4 @@ def test_delivery_is_verified_and_idempotent(role_play: Any, tmp_path: Path, int
     delivered.write_bytes(b"not a wheel")
     repaired = role_play.run("_node_programs", settings, tasks_from="main", check=False)
     assert repaired.rc == 0 and _changed(repaired.output) >= 2, repaired.output[-3000:]
-    assert node_wheel.sha256_file(delivered) == node_wheel.sha256_file(built)
+    assert sha256_file(delivered) == sha256_file(built)

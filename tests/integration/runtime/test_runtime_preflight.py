@@ -52,6 +52,14 @@ CASES = [
      "node-1: aiacc_gradient_compression 'bf16' is not supported by the aiacc backend"),
     ("aiacc", {"aiacc_extra_env": {"BAD-NAME": "1"}},
      "node-1: aiacc_extra_env has names that are not environment variable names: BAD-NAME"),
+    # Horovod 0.28.1 (2023) and the pinned frameworks: refused before anything is built, naming what it supports.
+    ("aiacc", {"aiacc_backend": "horovod"},
+     "node-1: aiacc_backend is horovod, which builds Horovod 0.28.1 (its last release, 2023) for PyTorch; it "
+     "supports PyTorch 1.5 to 2.0 and TensorFlow 1.15 to 2.12, and this node's PyTorch is 2.13.0 (pytorch_version)"),
+    ("aiacc", {"aiacc_fallback": "horovod", "aiacc_framework": "tensorflow"},
+     "node-1: aiacc_fallback is horovod (taken when AIACC-Training is absent or does not import), which builds "
+     "Horovod 0.28.1 (its last release, 2023) for TensorFlow; it supports PyTorch 1.5 to 2.0 and TensorFlow 1.15 to "
+     "2.12, and this node's TensorFlow is 2.18.1 (tensorflow_version)"),
 ]
 
 

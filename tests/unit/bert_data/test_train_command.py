@@ -21,8 +21,12 @@ def test_options_become_role_variables() -> None:
     got = cmd.extravars(_args("--model", "tiny", "--steps", "40", "--corpus", "/mnt/cpfs/c.txt", "--data-only",
                               "-e", "bert_dupe_factor=2", "-e", "bert_prepare_phases=[1]", "-e", "bert_lr=1e-3"))
     assert got == {"bert_model": "tiny", "bert_steps": 40, "bert_corpus_source": "path",
-                   "bert_corpus_path": "/mnt/cpfs/c.txt", "bert_launch": False, "bert_dupe_factor": 2,
-                   "bert_prepare_phases": [1], "bert_lr": 1e-3}
+                   "bert_corpus_path": "/mnt/cpfs/c.txt", "bert_launch": False, "bert_dupe_factor": "2",
+                   "bert_prepare_phases": "[1]", "bert_lr": "1e-3"}  # -e KEY=VALUE: strings, as ansible-playbook
+    got = cmd.extravars(_args("--steps", "40", "-e", '{"bert_prepare_phases": [1], "bert_lr": 1e-3}',
+                              "-e", "bert_steps=50"))
+    assert got == {"bert_steps": "50", "bert_prepare_phases": [1], "bert_lr": 1e-3}  # -e wins over an option
+    assert cmd.extravars(_args("--framework", "tensorflow")) == {"bert_framework": "tensorflow"}
 
 
 def test_url_corpus_needs_its_checksum() -> None:

@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="the trainer tests need torch (pip install torch transformers)")
 pytest.importorskip("transformers", reason="the trainer tests need transformers")
 
-from sccnlp.node.bert import train, watchdog  # noqa: E402
+from sccnlp.node.bert import checkpoint, train, watchdog  # noqa: E402
 
 from .conftest import write_shards  # noqa: E402
 
@@ -61,7 +61,7 @@ def test_failed_write_stops_keeps_previous_and_removes_partial(
 
 
 def test_free_space_unknown_still_one_line(tmp_path: Path) -> None:
-    line = train.storage_error_line(tmp_path / "gone" / "ckpt-1.pt", OSError(errno.EIO, "Input/output error"))
+    line = checkpoint.storage_error_line(tmp_path / "gone" / "ckpt-1.pt", OSError(errno.EIO, "Input/output error"))
     assert "[Errno 5] Input/output error" in line and "free space unknown" in line
 
 
@@ -178,7 +178,7 @@ def test_real_torch_save_into_a_full_device(shard_dir: Path, tmp_path: Path, cap
                 real_open(path, "wb").close()  # the temporary file exists, as on a full storage
                 return real_open("/dev/full", mode, *args, **kwargs)
         return real_open(path, mode, *args, **kwargs)
-    monkeypatch.setattr(train, "open", full_after_first, raising=False)
+    monkeypatch.setattr(checkpoint, "open", full_after_first, raising=False)
     rc = train.main([*BASE, "--data-dir", str(shard_dir), "--output-dir", str(out_dir)])
     err = capsys.readouterr().err
     assert rc == 78, err

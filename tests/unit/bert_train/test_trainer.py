@@ -186,6 +186,18 @@ def test_global_batch_not_divisible(shard_dir: Path, capsys, monkeypatch) -> Non
     assert "--global-batch-size 40 is not a multiple of --batch-size 16 x 1 ranks = 16" in msg
 
 
+@pytest.mark.parametrize(("flags", "named"), [
+    (["--encoder", "hf"], "--encoder hf"),
+    (["--attn", "eager", "--full-head"], "--attn eager --full-head"),
+])
+def test_the_hugging_face_path_is_refused_naming_the_peer(shard_dir: Path, capsys, flags: list[str],
+                                                          named: str) -> None:
+    rc, _out, stderr = run_train([*BASE, "--data-dir", str(shard_dir), "--steps", "2", *flags], capsys)
+    msg = one_line_error(rc, stderr)
+    assert msg.startswith(f"sccnlp.node.bert.train: error: {named}: the trainer has one encoder"), msg
+    assert msg.endswith("python -m sccnlp.node.bert.bench --peer hf-compile"), msg
+
+
 def test_meta_missing_and_bad_shapes(tmp_path: Path, capsys) -> None:
     (tmp_path / "empty").mkdir()
     rc, _out, stderr = run_train([*BASE, "--data-dir", str(tmp_path / "empty"), "--steps", "2"], capsys)

@@ -79,6 +79,20 @@ def test_watcher_verdict_wins_and_report_line_names_fix(tmp_path: Path) -> None:
     assert watchdog.report_line(watchdog.report(folder, tmp_path, [], "", rc=0)) == ""
 
 
+def test_post_mortem_names_either_trainers_checkpoint(tmp_path: Path) -> None:
+    """The TensorFlow trainer's checkpoints are ckpt-<step>.index (+ .data-* shards): the post-mortem names the
+    newest of either kind; the PyTorch trainer's own listing (resume, pruning) still sees only its .pt files."""
+    from sccnlp.node.bert import checkpoint
+
+    for name in ("ckpt-20.pt", "ckpt-30.index", "ckpt-30.data-00000-of-00001", "ckpt-40.data-00000-of-00001"):
+        (tmp_path / name).write_text("x")
+    folder = tmp_path / "hb"
+    folder.mkdir()
+    assert watchdog.report(folder, tmp_path, [], "", rc=1)["checkpoint"] == str(tmp_path / "ckpt-30.index")
+    assert checkpoint.latest(tmp_path) == tmp_path / "ckpt-20.pt"
+    assert [step for step, _path in checkpoint.found(tmp_path)] == [20]
+
+
 def test_watcher_declares_a_silent_peer_lost_after_the_timeout(tmp_path: Path) -> None:
     now = [0.0]
     lost: list[str] = []

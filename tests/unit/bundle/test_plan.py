@@ -23,7 +23,7 @@ def test_defaults_of_a_cpu_node_follow_the_roles_tables() -> None:
     tables = p.role_tables(ROOT)
     assert plan.debian["python36"] == tables["python36"]["Debian-12"]["pythons"]["3.11"]["packages"]
     assert plan.debian["openmpi"] == tables["openmpi"]
-    assert plan.debian["cpfs_client"] == ["glusterfs-client", "fuse3"]
+    assert plan.debian["cpfs_client"] == ["glusterfs-client", "glusterfs-cli", "fuse3"]  # gluster: the volume check
     assert plan.debian["bert"] == ["python3-doc"]
     assert "ib_check" not in plan.debian  # rdma is false by default
     assert plan.pip_sets == {"python36": ["python36"], "pytorch": ["pytorch-cpu"]}

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 
 from sccnlp import cli
-from sccnlp.commands import deploy
-from sccnlp.errors import SccError
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -31,9 +28,16 @@ def test_inventory_is_required(capsys: pytest.CaptureFixture[str]) -> None:
     assert "the following arguments are required: -i/--inventory" in capsys.readouterr().err
 
 
-def test_unknown_playbook_lists_the_playbooks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.fixture
+def one_node(tmp_path: Path) -> Path:
+    """An inventory of one node, n1, in the cluster group."""
     inv = tmp_path / "hosts.ini"
     inv.write_text("[scc_cluster]\nn1\n")
+    return inv
+
+
+def test_unknown_playbook_lists_the_playbooks(one_node: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    inv = one_node
     rc = cli.main(["deploy", "-i", str(inv), "--playbook", "no_such_phase"])
     out, err = capsys.readouterr()
     assert rc == 2
@@ -44,9 +48,9 @@ def test_unknown_playbook_lists_the_playbooks(tmp_path: Path, capsys: pytest.Cap
                    f"{', '.join(names)} (or give the path of a .yml file)\n")
 
 
-def test_missing_playbook_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    inv = tmp_path / "hosts.ini"
-    inv.write_text("[scc_cluster]\nn1\n")
+def test_missing_playbook_file_is_one_line(one_node: Path, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    inv = one_node
     rc = cli.main(["deploy", "-i", str(inv), "--playbook", str(tmp_path / "mine.yml")])
     err = capsys.readouterr().err
     assert rc == 2
@@ -55,10 +59,10 @@ def test_missing_playbook_file_is_one_line(tmp_path: Path, capsys: pytest.Captur
     assert len(err.splitlines()) == 1
 
 
-def test_collection_without_playbooks_blames_sccnlp_collection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_collection_without_playbooks_blames_sccnlp_collection(one_node: Path, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    inv = tmp_path / "hosts.ini"
-    inv.write_text("[scc_cluster]\nn1\n")
+    inv = one_node
     monkeypatch.setenv("SCCNLP_COLLECTION", str(tmp_path))
     assert cli.main(["deploy", "-i", str(inv)]) == 2
     assert capsys.readouterr().err == (
@@ -66,30 +70,14 @@ def test_collection_without_playbooks_blames_sccnlp_collection(tmp_path: Path, m
         "collection root; point SCCNLP_COLLECTION at the folder that holds galaxy.yml and playbooks/, or unset it\n")
 
 
-def _ns(*items: str) -> argparse.Namespace:
-    return argparse.Namespace(extra_var=list(items))
-
-
-def test_extra_vars_parse() -> None:
-    assert deploy.extravars(_ns()) == {}
-    assert deploy.extravars(_ns("gpu_count=8", "scc_shared_dir=/mnt/cpfs", "empty=", "expr=a=b")) == {
-        "gpu_count": "8", "scc_shared_dir": "/mnt/cpfs", "empty": "", "expr": "a=b"}
-
-
-@pytest.mark.parametrize("item", ["gpu_count", "=8", ""])
-def test_malformed_extra_var_is_refused(item: str) -> None:
-    with pytest.raises(SccError, match=r"^-e '.*': expected KEY=VALUE$"):
-        deploy.extravars(_ns("ok=1", item))
-
-
-def test_malformed_extra_var_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    inv = tmp_path / "hosts.ini"
-    inv.write_text("[scc_cluster]\nn1\n")
+def test_malformed_extra_var_through_the_cli(one_node: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    inv = one_node
     rc = cli.main(["deploy", "-i", str(inv), "-e", "gpu_count"])
     out, err = capsys.readouterr()
     assert rc == 2
     assert out == ""
-    assert err == "sccnlp: error: -e 'gpu_count': expected KEY=VALUE\n"
+    assert err == ("sccnlp: error: -e 'gpu_count': expected KEY=VALUE; write KEY=VALUE, a YAML/JSON mapping such as "
+                   "'{\"bert_prepare_phases\": [1]}', or @FILE\n")
 
 
 TINY = """\
@@ -218,9 +206,8 @@ def test_unknown_tag_of_site_lists_the_role_tags(tmp_path: Path, capsys: pytest.
     assert len(err.splitlines()) == 1
 
 
-def test_empty_tag_name_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    inv = tmp_path / "hosts.ini"
-    inv.write_text("[scc_cluster]\nn1\n")
+def test_empty_tag_name_is_refused(one_node: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    inv = one_node
     assert cli.main(["deploy", "-i", str(inv), "-t", "cluster,"]) == 2
     assert capsys.readouterr().err == ("sccnlp: error: -t/--tags 'cluster,' has an empty name: give tags separated "
                                        "by commas, e.g. -t cluster,nccl\n")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from plugins.plugin_utils import node_wheel
+from sccnlp.node.filehash import sha256_file
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -25,7 +26,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 def test_the_same_sources_give_the_same_bytes(built: dict[str, str], tmp_path: Path) -> None:
     again = node_wheel.build(str(tmp_path))
-    assert again["sha256"] == built["sha256"] == node_wheel.sha256_file(Path(built["path"]))
+    assert again["sha256"] == built["sha256"] == sha256_file(Path(built["path"]))
     assert Path(again["path"]).read_bytes() == Path(built["path"]).read_bytes()
     import sccnlp
     assert built["name"] == f"sccnlp_node-{sccnlp.__version__}-py3-none-any.whl"

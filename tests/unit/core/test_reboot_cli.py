@@ -28,7 +28,7 @@ def test_a_good_batch_goes_to_the_playbook(batch: str, monkeypatch: pytest.Monke
     seen = {}
 
     class Result:
-        ok, hosts = True, {}
+        ok, hosts, phases = True, {}, []
 
         @staticmethod
         def bad_hosts() -> list[str]:

@@ -1,5 +1,6 @@
-"""Repository-wide consistency of the roles: argument specs in sync with defaults (both entry points), every role
-documented with a preflight, and none of the forbidden patterns anywhere in roles/, playbooks/, plugins/, molecule/."""
+"""Repository-wide consistency of the roles: argument specs in sync with defaults (both entry points, names, values
+and choices; the one such test of the collection), every role documented with a preflight, and none of the forbidden
+patterns anywhere in roles/, playbooks/, plugins/, molecule/."""
 
 from __future__ import annotations
 
@@ -33,26 +34,60 @@ def _ids(paths: list[Path]) -> list[str]:
     return [p.name for p in paths]
 
 
+def _templated(value: Any) -> bool:
+    """A default that follows a collection-wide knob or another variable (`{{ ... }}`, also inside a list): its
+    spec states the result in words, not the template."""
+    return "{{" in str(value)
+
+
 @pytest.mark.parametrize("role", ROLES_WITH_DEFAULTS, ids=_ids(ROLES_WITH_DEFAULTS))
 def test_argument_spec_matches_defaults(role: Path) -> None:
+    """The one spec-vs-defaults test of every role: `main` and `preflight` have the same options, exactly the
+    variables of defaults/main.yml, each with the default's value and a default that is one of its choices."""
     spec_file = role / "meta" / "argument_specs.yml"
     assert spec_file.is_file(), f"roles/{role.name}: meta/argument_specs.yml is missing (it documents defaults)"
     specs = (_load(spec_file) or {}).get("argument_specs") or {}
     missing = [e for e in ("main", "preflight") if e not in specs]
     assert not missing, (f"roles/{role.name}/meta/argument_specs.yml: entry point(s) {missing} missing; "
                          "have `main` and `preflight` with the same options (`options: &options` / `*options`)")
-    defaults = set((_load(role / "defaults" / "main.yml") or {}).keys())
-    options = {e: set((specs[e] or {}).get("options") or {}) for e in ("main", "preflight")}
+    defaults = _load(role / "defaults" / "main.yml") or {}
+    options = {e: (specs[e] or {}).get("options") or {} for e in ("main", "preflight")}
+    main = set(options["main"])
     problems = []
-    if options["main"] - defaults:
-        problems.append(f"in argument_specs `main` but not in defaults/main.yml: {sorted(options['main'] - defaults)}")
-    if defaults - options["main"]:
-        problems.append(f"in defaults/main.yml but not in argument_specs `main`: {sorted(defaults - options['main'])}")
+    if main - set(defaults):
+        problems.append(f"in argument_specs `main` but not in defaults/main.yml: {sorted(main - set(defaults))}")
+    if set(defaults) - main:
+        problems.append(f"in defaults/main.yml but not in argument_specs `main`: {sorted(set(defaults) - main)}")
     if options["preflight"] != options["main"]:
-        problems.append("entry point `preflight` does not have the options of `main`: "
-                        f"only in main {sorted(options['main'] - options['preflight'])}, "
-                        f"only in preflight {sorted(options['preflight'] - options['main'])}")
+        problems.append("entry point `preflight` does not have the options of `main` (`options: &options` / "
+                        f"`*options`): only in main {sorted(main - set(options['preflight']))}, only in preflight "
+                        f"{sorted(set(options['preflight']) - main)}, or the same names described differently")
+    for name, value in defaults.items():
+        option = options["main"].get(name)
+        if option is None or _templated(value):
+            continue
+        if option.get("default") != value:
+            problems.append(f"{name}: default {value!r} in defaults/main.yml, {option.get('default')!r} in the spec")
+        if "choices" in option and value not in option["choices"]:
+            problems.append(f"{name}: default {value!r} is not one of its choices {option['choices']}")
     assert not problems, f"roles/{role.name}: " + "; ".join(problems)
+
+
+def test_the_spec_test_sees_a_wrong_default(tmp_path: Path) -> None:
+    role = tmp_path / "demo"
+    (role / "meta").mkdir(parents=True)
+    (role / "defaults").mkdir()
+    (role / "defaults" / "main.yml").write_text("demo_mode: fast\ndemo_dir: \"{{ scc_shared_dir }}/x\"\n")
+    (role / "meta" / "argument_specs.yml").write_text(
+        "argument_specs:\n  main:\n    options: &options\n"
+        "      demo_mode: {type: str, default: slow, choices: [slow]}\n"
+        "      demo_dir: {type: str, description: under the shared storage}\n"
+        "  preflight:\n    options: *options\n")
+    with pytest.raises(AssertionError) as failed:
+        test_argument_spec_matches_defaults(role)
+    assert str(failed.value).splitlines()[0] == (
+        "roles/demo: demo_mode: default 'fast' in defaults/main.yml, 'slow' in the spec; demo_mode: default 'fast' is "
+        "not one of its choices ['slow']")
 
 
 @pytest.mark.parametrize("role", ROLES_WITH_DEFAULTS, ids=_ids(ROLES_WITH_DEFAULTS))

@@ -123,6 +123,10 @@ def test_write_inventory_shape(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert "StrictHostKeyChecking=no" not in text
     assert "StrictHostKeyChecking no" not in text
     assert "StrictHostKeyChecking=no" not in text.replace(" ", "")
+    assert "tensorflow_enabled" not in v  # the runtime roles' default: no TensorFlow
+    tb.spec.tensorflow = True  # sccnlp up --tensorflow
+    assert yaml.safe_load(cluster.write_inventory(tb).read_text())["all"]["children"]["scc_cluster"]["vars"][
+        "tensorflow_enabled"] is True
 
 
 def test_write_inventory_without_a_wheel_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

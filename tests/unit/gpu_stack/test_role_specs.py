@@ -1,5 +1,5 @@
-"""The GPU stack roles: argument specs in sync with defaults (both entry points), and the compat_check plan using
-the same defaults as the roles, so the preflight judges exactly what the roles would do."""
+"""The GPU stack roles: the compat_check plan uses the same defaults as the roles, so the preflight judges exactly
+what the roles would do (specs against defaults: tests/unit/core/test_role_specs.py)."""
 
 from __future__ import annotations
 
@@ -10,20 +10,6 @@ import yaml
 
 ROLES = Path(__file__).resolve().parents[3] / "roles"
 STACK = ("gpu_driver", "cuda", "nccl", "cudnn", "compat_check")
-
-
-@pytest.mark.parametrize("role", STACK)
-def test_argument_specs_match_defaults(role: str) -> None:
-    defaults = yaml.safe_load((ROLES / role / "defaults" / "main.yml").read_text()) or {}
-    specs = yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
-    assert set(specs) == {"main", "preflight"}
-    assert specs["main"]["options"] == specs["preflight"]["options"]
-    assert set(specs["main"]["options"]) == set(defaults)
-    for name, option in specs["main"]["options"].items():
-        if "default" in option:
-            assert option["default"] == defaults[name], name
-        if "choices" in option and "{{" not in str(defaults[name]):
-            assert defaults[name] in option["choices"], name
 
 
 @pytest.mark.parametrize(("role", "keys"), [

@@ -158,17 +158,8 @@ def test_half_a_key_is_refused() -> None:
         resolve_credentials("AK", None, None, None, "/nonexistent/config.json")
 
 
-def test_missing_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Nothing in the settings, no profile, and the SDK's default chain finds nothing either (its metadata service
-    and profiles are switched off here: it reads its settings at import)."""
-    from alibabacloud_credentials.utils import auth_util
-
-    monkeypatch.setattr(auth_util, "environment_ecs_metadata_disabled", "true")
-    monkeypatch.setattr(auth_util, "environment_cli_profile_disabled", "true")
-    monkeypatch.setattr(auth_util, "environment_credentials_file", str(tmp_path / "no-credentials"))
-    monkeypatch.setattr(auth_util, "environment_access_key_id", None)
-    monkeypatch.setattr(auth_util, "environment_access_key_secret", None)
-    monkeypatch.setenv("HOME", str(tmp_path))
+def test_missing_credentials(no_default_credentials: None) -> None:
+    """Nothing in the settings, no profile, and the SDK's default chain finds nothing either."""
     with pytest.raises(EcsError) as info:
         resolve_credentials(None, None, None, None, "/nonexistent/config.json")
     assert str(info.value) == MISSING_CREDENTIALS + DEFAULT_CHAIN_HINT

@@ -8,7 +8,7 @@ import pytest
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "tool_outputs"
 
-TOOLS = ("ibstat", "ibv_devinfo", "perftest", "nccl_tests", "nvidia_smi_q")
+TOOLS = ("ibstat", "ibv_devinfo", "perftest", "nccl_tests", "nvidia_smi_q", "mpirun", "glusterfs")
 
 
 @pytest.mark.parametrize("tool", TOOLS)

@@ -1,4 +1,4 @@
-"""The aiacc role's decision logic (files/aiacc_logic.py): backend selection, knobs, --check-build parser."""
+"""The aiacc role's decision logic (plugins/plugin_utils/aiacc.py): backend selection, knobs, --check-build parser."""
 
 from __future__ import annotations
 
@@ -151,10 +151,10 @@ def test_check_build_parser_garbage(aiacc: ModuleType) -> None:
         "version": "", "frameworks": {}, "controllers": {}, "operations": {}}
 
 
-PLAN = {"backend": "auto", "fallback": "native", "framework": "pytorch", "wheel_url": "", "wheel_dir": "",
-        "conda_archive": "", "wheel_sha256": "", "conda_sha256": "", "package_version": "",
-        "gradient_compression": "none", "streams": 6, "fusion_threshold_bytes": 134217728, "cycle_time_ms": 1,
-        "extra_env": {}}
+PLAN = {"backend": "auto", "fallback": "native", "framework": "pytorch", "framework_version": "2.13.0",
+        "horovod_version": "0.28.1", "wheel_url": "", "wheel_dir": "", "conda_archive": "", "wheel_sha256": "",
+        "conda_sha256": "", "package_version": "", "gradient_compression": "none", "streams": 6,
+        "fusion_threshold_bytes": 134217728, "cycle_time_ms": 1, "extra_env": {}}
 
 
 def test_plan_with_defaults_has_no_problem(aiacc: ModuleType) -> None:
@@ -173,6 +173,12 @@ def test_plan_with_defaults_has_no_problem(aiacc: ModuleType) -> None:
     ({"wheel_url": "https://m/p.whl", "wheel_dir": "/opt/wheels"},
      "n1: set only one AIACC-Training source, not aiacc_wheel_url and aiacc_wheel_dir"),
     ({"gradient_compression": "bf16"}, "n1: aiacc_gradient_compression 'bf16' is not supported by the aiacc backend"),
+    ({"backend": "horovod"}, "n1: aiacc_backend is horovod, which builds Horovod 0.28.1 (its last release, 2023) "
+     "for PyTorch; it supports PyTorch 1.5 to 2.0 and TensorFlow 1.15 to 2.12, and this node's PyTorch is 2.13.0"),
+    ({"fallback": "horovod", "framework": "tensorflow", "framework_version": "2.18.1"},
+     "n1: aiacc_fallback is horovod (taken when AIACC-Training is absent or does not import), which builds Horovod"),
+    ({"backend": "horovod", "horovod_version": "0.29.0"},
+     "n1: aiacc_horovod_version '0.29.0' is not one whose framework support this role knows (0.28.1)"),
     ({"streams": 0}, "n1: aiacc_streams must be at least 1 (got 0)"),
     ({"fusion_threshold_bytes": -1}, "n1: aiacc_fusion_threshold_bytes must be >= 0 bytes"),
     ({"cycle_time_ms": "0"}, "n1: aiacc_cycle_time_ms must be > 0 (milliseconds)"),
@@ -182,6 +188,13 @@ def test_plan_with_defaults_has_no_problem(aiacc: ModuleType) -> None:
 def test_plan_names_the_setting_and_the_fix(aiacc: ModuleType, change: dict, says: str) -> None:
     problems = aiacc.aiacc_plan("n1", {**PLAN, **change})["problems"]
     assert len(problems) == 1 and problems[0].startswith(says), problems
+
+
+def test_plan_leaves_horovod_within_its_support_or_of_unknown_release(aiacc: ModuleType) -> None:
+    for change in ({"backend": "horovod", "framework_version": "2.0.1"},
+                   {"backend": "horovod", "framework_version": " "},  # adopted framework: the build's own gate
+                   {"fallback": "horovod", "framework": "tensorflow", "framework_version": "2.12.0"}):
+        assert aiacc.aiacc_plan("n1", {**PLAN, **change})["problems"] == [], change
 
 
 def test_horovod_build_problems_on_recorded_check_build(aiacc: ModuleType, data_dir: Path) -> None:
@@ -206,3 +219,36 @@ def test_backend_probe(aiacc: ModuleType) -> None:
                                   "/v/bin/python", 0)[1] == [
         "n1: backend horovod: the check with /v/bin/python failed (ModuleNotFoundError: No module named 'horovod'); "
         "install the framework first (roles pytorch/tensorflow) and run the role again"]
+
+
+@pytest.mark.parametrize(("requested", "fallback", "framework", "version"), [
+    ("horovod", "native", "pytorch", "2.13.0"),
+    ("auto", "horovod", "tensorflow", "2.18.1"),
+    ("horovod", "native", "pytorch", "2.1.0+cpu"),
+    ("horovod", "native", "tensorflow", "2.13.0"),
+])
+def test_horovod_for_a_framework_it_does_not_support_is_refused(
+        aiacc: ModuleType, requested: str, fallback: str, framework: str, version: str) -> None:
+    msg = aiacc.horovod_support_error(requested, fallback, framework, version, "0.28.1")
+    name, setting = {"pytorch": ("PyTorch", "pytorch_version"), "tensorflow": ("TensorFlow", "tensorflow_version")}[
+        framework]
+    assert f"which builds Horovod 0.28.1 (its last release, 2023) for {name}; it supports PyTorch 1.5 to 2.0 and " \
+        f"TensorFlow 1.15 to 2.12, and this node's {name} is {version} ({setting})" in msg
+    assert "Fix: set aiacc_fallback: native" in msg and "give an AIACC-Training source" in msg
+    assert {"pytorch": "PyTorch 2.1 and later need C++17 and Horovod compiles its PyTorch part as C++14: the build "
+                       "fails",
+            "tensorflow": "no Horovod build for it is verified here"}[framework] in msg
+    assert msg.startswith("aiacc_backend is horovod" if requested == "horovod" else "aiacc_fallback is horovod")
+
+
+def test_horovod_within_its_support_or_not_possible_passes(aiacc: ModuleType) -> None:
+    assert aiacc.horovod_support_error("horovod", "native", "pytorch", "2.0.1", "0.28.1") == ""
+    assert aiacc.horovod_support_error("horovod", "native", "tensorflow", "2.12.0", "0.28.1") == ""
+    assert aiacc.horovod_support_error("horovod", "native", "tensorflow", "1.15.5", "0.28.1") == ""
+    assert aiacc.horovod_support_error("horovod", "native", "pytorch", "", "0.28.1") == ""  # adopted: the build gate
+    for requested, fallback in (("auto", "native"), ("native", "horovod"), ("aiacc", "horovod")):
+        assert aiacc.horovod_support_error(requested, fallback, "pytorch", "2.13.0", "0.28.1") == ""
+    assert "PyTorch is 1.4.0 (pytorch_version): older than Horovod 0.28.1 builds with" in \
+        aiacc.horovod_support_error("horovod", "native", "pytorch", "1.4.0", "0.28.1")
+    assert "aiacc_horovod_version '0.29.0' is not one whose framework support this role knows (0.28.1)" in \
+        aiacc.horovod_support_error("horovod", "native", "pytorch", "2.13.0", "0.29.0")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -21,11 +21,6 @@ for entry in reversed(_collections_path().split(":")):
 
 
 @pytest.fixture(scope="session")
-def rdma_sysfs() -> ModuleType:
-    """The ib_check role's sysfs reader (roles/ib_check/files/rdma_sysfs.py), imported from its path."""
-    path = ROOT / "roles" / "ib_check" / "files" / "rdma_sysfs.py"
-    spec = importlib.util.spec_from_file_location("rdma_sysfs", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def rdma_sysfs(role_file: Callable[[str, str], ModuleType]) -> ModuleType:
+    """The ib_check role's sysfs reader (roles/ib_check/files/rdma_sysfs.py)."""
+    return role_file("ib_check", "rdma_sysfs.py")

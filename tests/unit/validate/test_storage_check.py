@@ -113,3 +113,39 @@ def test_the_writer_failing(tmp_path: Path) -> None:
     out = storage_check("n1", failed, {"n1": {}, "n2": {}}, ["n1", "n2"], [], TOKEN, "/proc/x", fix="mount it")
     assert list(out["problems"]) == ["n1"] and out["problems"]["n1"].startswith("n1: cannot write to /proc/x: ")
     assert out["measurements"][0]["value"] is None and out["blame"] == []
+
+
+GLUSTERFS = ROOT / "tests" / "fixtures" / "tool_outputs" / "glusterfs"
+
+
+def test_a_glusterfs_volume_is_judged_with_the_check(tmp_path: Path) -> None:
+    """The GlusterFS volume, asked by roles/_shared_storage (files/glusterfs_probe.sh) on real recorded probes: a
+    whole volume passes shared_storage_volume_whole; a brick whose process stopped fails it naming the brick and the
+    commands that mend it, blamed on the brick's node; a volume not asked (another storage, check mode) is None."""
+    path = tmp_path / "f"
+    written = json.loads(_probe("write", str(path), TOKEN, "0")["stdout"])
+    seen = {"node1": _seen(tmp_path, path), "node2": _seen(tmp_path, path)}
+    hosts = ["node1", "node2", "node3"]
+
+    def check(probe: Any, volume: str = "node1:/gv0") -> dict[str, Any]:
+        return storage_check("node1", written, seen, hosts, ["node3"], TOKEN, str(tmp_path), volume=volume,
+                             volume_probe=probe)
+
+    whole = check((GLUSTERFS / "replica3_healthy_local.txt").read_text())
+    assert whole["problems"] == {}
+    assert whole["volume"]["problems"] == [] and whole["volume"]["blame"] == []
+    assert whole["volume"]["check"] == {
+        "name": "shared_storage_volume_whole", "status": "pass", "measured": None, "floor": None, "unit": "",
+        "detail": "volume gv0 (Replicate, 3 bricks): 3 of 3 bricks online, no entry pending heal; probed local node1"}
+    down = check((GLUSTERFS / "replica3_brick_process_down.txt").read_text())
+    assert down["problems"] == {}   # the mount works: only the volume says a replica is missing
+    assert len(down["volume"]["problems"]) == 1 and down["volume"]["problems"][0].startswith(
+        "GlusterFS volume gv0: brick node2:/bricks/gv0 is missing from `gluster volume status` (its process does not "
+        "run on node2)")
+    assert down["volume"]["check"]["status"] == "fail"
+    assert down["volume"]["check"]["detail"] == down["volume"]["problems"][0]
+    assert [b["host"] for b in down["volume"]["blame"]] == ["node2"]
+    assert check(None)["volume"] is None
+    assert check((GLUSTERFS / "replica3_healthy_local.txt").read_text(), volume="")["volume"] is None
+    silent = check("")["volume"]
+    assert silent["check"]["status"] == "fail" and "the probe printed nothing it could read" in silent["problems"][0]

@@ -122,6 +122,13 @@ def test_mpi_answers() -> None:
         "mpirun failed (rc 1): ssh: Could not resolve hostname clu-node3; not reached in this run: clu-node3 (start "
         "the node or fix its connection, then run again)")
     assert [b["host"] for b in failed["blame"]] == ["clu-node3"]
+    recorded = (FIXTURES / "tool_outputs" / "mpirun" / "hostkey_unknown.txt").read_text()
+    caused = checks.mpi_answers(hosts, names, [], {"rc": 255, "stderr": recorded, "stdout": ""}, "",
+                                "/etc/scc/mpihosts", [])
+    assert caused["measurement"]["detail"].startswith(
+        "mpirun failed (rc 255): host key verification failed: no ED25519 host key of node2 is known on the node "
+        "that launched mpirun. Fix: run the cluster phase on every node"), caused["measurement"]["detail"]
+    assert "We apologize" not in caused["measurement"]["detail"] and caused["blame"] == []
     none = checks.mpi_answers(hosts, names, [], None, "", "/etc/scc/mpihosts", [])
     assert none == {"measurement": {"name": "mpi_nodes_answering", "value": None, "unit": "nodes", "floor": 3,
                                     "detail": "MPI hostfile /etc/scc/mpihosts missing: run playbooks/cluster.yml"},
@@ -138,3 +145,16 @@ def test_venv_identity() -> None:
                                 "playbooks/runtime.yml; not compared (not reached in this run): n4")
     assert checks.venv_identity({"n1": "", "n2": ""}, "n1", "/opt/scc/venv", [])["detail"] == (
         "n1: no training venv at /opt/scc/venv on any node (run playbooks/runtime.yml); skipped")
+
+
+def test_peers_check() -> None:
+    ok = checks.peers_check("n1", {"resolve": [], "ssh": []})
+    assert ok == {"name": "peers_resolved_and_reached", "status": "pass", "measured": None, "floor": None, "unit": "",
+                  "detail": "n1: every other node resolves to its inventory address and answers ssh by its name"}
+    bad = checks.peers_check("n2", {"resolve": ["n3 resolves to 10.0.0.99, not 10.0.0.13"],
+                                    "ssh": ["to n3 (rc 255): ssh: connect to host n3 port 22: No route to host"]})
+    assert bad["status"] == "fail"
+    assert bad["detail"] == (
+        "n2: n3 resolves to 10.0.0.99, not 10.0.0.13; ssh to n3 (rc 255): ssh: connect to host n3 port 22: No route "
+        "to host. Fix: run the cluster phase (`sccnlp deploy -i INVENTORY --playbook cluster`): it writes /etc/hosts "
+        "and the known hosts of every node")

@@ -30,17 +30,6 @@ def _args(report_dir, **kw):
     return argparse.Namespace(**base)
 
 
-def test_extravars_json_values():
-    got = cmd._extravars(['validate_floors_override={"cluster": {"shared_storage_write_mbps": 1e9}}', "a=b"])
-    assert got == {"validate_floors_override": {"cluster": {"shared_storage_write_mbps": 1e9}}, "a": "b"}
-
-
-@pytest.mark.parametrize("bad", ["novalue", "=x", "x={not json"])
-def test_extravars_errors(bad):
-    with pytest.raises(SccError):
-        cmd._extravars([bad])
-
-
 def test_from_fragments_pass_and_fail(tmp_path):
     _write(tmp_path, "node-1", 3, 3)
     out = io.StringIO()

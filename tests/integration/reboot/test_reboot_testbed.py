@@ -218,8 +218,9 @@ def test_a_node_back_without_its_storage_stops_the_rollout_and_a_rerun_continues
 def test_a_node_that_boots_with_wrong_names_stops_the_rollout_and_the_cluster_phase_mends_it(
         testbed_inventory, containers):
     """A boot that writes a stale hosts file (cloud-init's template with an old address): here the restore script's
-    copy of the block names a peer at a wrong address. The reboot's validation names the peer and the addresses;
-    the next cluster run puts the block and its boot-time copy right."""
+    copy of the block names a peer at a wrong address. The reboot's validation names the peer and the addresses (the
+    names are checked before the shared storage, which the wrong name breaks too); the next cluster run puts the block
+    and its boot-time copy right, and the reboot then passes."""
     names = list(containers)
     bad, peer = names[1], names[2]
     c = containers[bad]
@@ -245,6 +246,13 @@ def test_a_node_that_boots_with_wrong_names_stops_the_rollout_and_the_cluster_ph
     assert recap(mended.stdout)[bad]["changed"] >= 1
     assert f"{right} {peer}" in in_node(c, "cat /etc/hosts").stdout.splitlines()
     assert in_node(c, f"grep -c '^{right} {peer}$' {script}").stdout.strip() == "1"
+    # The message's fix ends "then run the reboot again": the mended boot-time copy survives a boot, and the node's
+    # shared storage (whose GlusterFS client lost its bricks to the wrong name) comes back with it.
+    before = boot_stamp(c)
+    again = playbook(testbed_inventory, "reboot.yml", "--limit", bad, "-e", "node_reboot_all=true")
+    assert again.returncode == 0, again.stdout[-4000:]
+    assert boot_stamp(c) != before
+    assert f"{right} {peer}" in in_node(c, "cat /etc/hosts").stdout.splitlines()
 
 
 def test_a_training_run_on_a_node_is_refused_unless_forced(testbed_inventory, containers):

@@ -1,6 +1,7 @@
 """The node side of the shared-storage check: write a probe file, or look for it. Prints one JSON line.
 
-  storage_probe.py write PATH TOKEN MIB     the token, then zeros up to MIB MiB (at least the token), fsync'd; prints
+  storage_probe.py write PATH TOKEN MIB [MOUNTPOINT]   the token, then zeros up to MIB MiB (at least the token),
+                                            fsync'd, unless MOUNTPOINT (when given) is not a mount point; prints
                                             {"rc", "bytes", "seconds", "error"}
   storage_probe.py read PATH MOUNTPOINT SETTLE   waits up to SETTLE seconds for MOUNTPOINT to be a mount point
                                             ('' = not checked), then looks at PATH; prints {"mount": {"fstype",
@@ -29,9 +30,12 @@ def mount_of(mountpoint):
     return found
 
 
-def write(path, token, mib):
+def write(path, token, mib, mountpoint=""):
     size = max(int(mib) * MIB, len(token) + 1)
     started = time.monotonic()
+    if mountpoint and mount_of(mountpoint) is None:
+        return {"rc": 1, "bytes": 0, "seconds": 0.0,
+                "error": "%s is not a mount point here (the file would land on this node's own disk)" % mountpoint}
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as handle:
@@ -65,8 +69,10 @@ def read(path, mountpoint, settle):
 
 
 def main(argv):
-    step = write if argv[1] == "write" else read
-    print(json.dumps(step(argv[2], argv[3], argv[4])))
+    if argv[1] == "write":
+        print(json.dumps(write(*argv[2:6])))
+    else:
+        print(json.dumps(read(argv[2], argv[3], argv[4])))
     return 0
 
 

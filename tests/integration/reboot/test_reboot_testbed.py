@@ -216,7 +216,7 @@ def test_a_node_back_without_its_storage_stops_the_rollout_and_a_rerun_continues
 
 
 def test_a_node_that_boots_with_wrong_names_stops_the_rollout_and_the_cluster_phase_mends_it(
-        testbed_inventory, containers):
+        testbed_inventory, containers, shared):
     """A boot that writes a stale hosts file (cloud-init's template with an old address): here the restore script's
     copy of the block names a peer at a wrong address. The reboot's validation names the peer and the addresses (the
     names are checked before the shared storage, which the wrong name breaks too); the next cluster run puts the block
@@ -246,13 +246,25 @@ def test_a_node_that_boots_with_wrong_names_stops_the_rollout_and_the_cluster_ph
     assert recap(mended.stdout)[bad]["changed"] >= 1
     assert f"{right} {peer}" in in_node(c, "cat /etc/hosts").stdout.splitlines()
     assert in_node(c, f"grep -c '^{right} {peer}$' {script}").stdout.strip() == "1"
-    # The message's fix ends "then run the reboot again": the mended boot-time copy survives a boot, and the node's
-    # shared storage (whose GlusterFS client lost its bricks to the wrong name) comes back with it.
+    # The message's fix ends "then run the reboot again". The node's shared storage did not mount at that boot (its
+    # GlusterFS client needs the peers' names): the rollout's token cannot be written there, and the reboot says so
+    # before it drains or reboots anything.
     before = boot_stamp(c)
-    again = playbook(testbed_inventory, "reboot.yml", "--limit", bad, "-e", "node_reboot_all=true")
-    assert again.returncode == 0, again.stdout[-4000:]
+    unmounted = playbook(testbed_inventory, "reboot.yml", "--limit", bad, "-e", "node_reboot_all=true")
+    if in_node(c, f"mountpoint -q {shared}", check=False).returncode != 0:
+        assert unmounted.returncode == 2, unmounted.stdout[-4000:]
+        flat = " ".join(unmounted.stdout.split())
+        assert re.search(rf"{bad}: cannot write to {shared}: .* before the rollout; nothing was rebooted\. Fix: mount "
+                         rf"it \(run playbooks/storage\.yml --limit {bad};", flat), flat[-4000:]
+        assert boot_stamp(c) == before
+        # The storage phase mounts it; the reboot then passes, and the mended boot-time copy survives the boot.
+        mounted = playbook(testbed_inventory, "storage.yml", "--limit", bad)
+        assert mounted.returncode == 0, mounted.stdout[-4000:]
+        unmounted = playbook(testbed_inventory, "reboot.yml", "--limit", bad, "-e", "node_reboot_all=true")
+    assert unmounted.returncode == 0, unmounted.stdout[-4000:]
     assert boot_stamp(c) != before
     assert f"{right} {peer}" in in_node(c, "cat /etc/hosts").stdout.splitlines()
+    assert in_node(c, f"mountpoint -q {shared}", check=False).returncode == 0
 
 
 def test_a_training_run_on_a_node_is_refused_unless_forced(testbed_inventory, containers):

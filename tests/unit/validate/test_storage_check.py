@@ -115,6 +115,22 @@ def test_the_writer_failing(tmp_path: Path) -> None:
     assert out["measurements"][0]["value"] is None and out["blame"] == []
 
 
+
+def test_the_writer_refuses_a_directory_that_is_not_a_mount_point(tmp_path: Path) -> None:
+    """A rolling reboot's token written on a node whose storage is not mounted would land on its own disk, and after
+    the reboot the mount would show another file: the writer refuses, and the judge names it before the rollout."""
+    shared = tmp_path / "shared"
+    refused = json.loads(_probe("write", str(shared / ".scc-reboot-token"), TOKEN, "0", str(shared))["stdout"])
+    assert refused["rc"] == 1 and refused["error"] == (
+        f"{shared} is not a mount point here (the file would land on this node's own disk)")
+    assert not shared.exists()
+    out = storage_check("n2", refused, {}, [], [], TOKEN, str(shared), situation=" before the rollout",
+                        stop="nothing was rebooted.", fix="mount it (run playbooks/storage.yml --limit {node})")
+    assert out["problems"] == {"n2": f"n2: cannot write to {shared}: {refused['error']} before the rollout; nothing "
+                                     "was rebooted. Fix: mount it (run playbooks/storage.yml --limit n2)"}
+    mounted = json.loads(_probe("write", str(tmp_path / "t"), TOKEN, "0", "/")["stdout"])
+    assert mounted["rc"] == 0 and (tmp_path / "t").read_text().startswith(TOKEN)
+
 GLUSTERFS = ROOT / "tests" / "fixtures" / "tool_outputs" / "glusterfs"
 
 

@@ -251,7 +251,9 @@ def test_a_node_that_boots_with_wrong_names_stops_the_rollout_and_the_cluster_ph
     # before it drains or reboots anything.
     before = boot_stamp(c)
     unmounted = playbook(testbed_inventory, "reboot.yml", "--limit", bad, "-e", "node_reboot_all=true")
-    if in_node(c, f"mountpoint -q {shared}", check=False).returncode != 0:
+    storage_lost = in_node(c, f"mountpoint -q {shared}", check=False).returncode != 0
+    _record("wrong_names_left_storage_unmounted", float(storage_lost))
+    if storage_lost:
         assert unmounted.returncode == 2, unmounted.stdout[-4000:]
         flat = " ".join(unmounted.stdout.split())
         assert re.search(rf"{bad}: cannot write to {shared}: .* before the rollout; nothing was rebooted\. Fix: mount "

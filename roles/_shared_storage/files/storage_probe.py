@@ -35,7 +35,7 @@ def write(path, token, mib, mountpoint=""):
     started = time.monotonic()
     if mountpoint and mount_of(mountpoint) is None:
         return {"rc": 1, "bytes": 0, "seconds": 0.0,
-                "error": "%s is not a mount point here (the file would land on this node's own disk)" % mountpoint}
+                "error": f"{mountpoint} is not a mount point here (the file would land on this node's own disk)"}
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as handle:

@@ -115,7 +115,6 @@ def test_the_writer_failing(tmp_path: Path) -> None:
     assert out["measurements"][0]["value"] is None and out["blame"] == []
 
 
-
 def test_the_writer_refuses_a_directory_that_is_not_a_mount_point(tmp_path: Path) -> None:
     """A rolling reboot's token written on a node whose storage is not mounted would land on its own disk, and after
     the reboot the mount would show another file: the writer refuses, and the judge names it before the rollout."""
@@ -130,6 +129,7 @@ def test_the_writer_refuses_a_directory_that_is_not_a_mount_point(tmp_path: Path
                                      "was rebooted. Fix: mount it (run playbooks/storage.yml --limit n2)"}
     mounted = json.loads(_probe("write", str(tmp_path / "t"), TOKEN, "0", "/")["stdout"])
     assert mounted["rc"] == 0 and (tmp_path / "t").read_text().startswith(TOKEN)
+
 
 GLUSTERFS = ROOT / "tests" / "fixtures" / "tool_outputs" / "glusterfs"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -64,12 +65,35 @@ class RunResult:
         return {name: h for name, h in self.hosts.items() if not h.healthy}
 
 
+_RUN_NUMBERS = itertools.count(1)
 KEEP_RUNS = 5  # runs of each playbook whose ansible-runner artifacts are kept (the oldest go first)
 
 
 def runs_root() -> Path:
     """Where the artifacts of the last KEEP_RUNS runs of each playbook are kept: $SCCNLP_HOME/runs/<playbook>/."""
     return Path(os.environ.get("SCCNLP_HOME", Path.home() / ".sccnlp")) / "runs"
+
+
+def prune_runs(keep: Path, count: int) -> None:
+    """Remove all but the newest `count` run folders under `keep`, locked by the file `.<keep name>.lock` beside it.
+
+    ansible-runner's own rotation (rotate_artifacts) lists and removes without a lock: two runs of one playbook started
+    together (two terminals, two checkouts, two CI jobs of one user) removed the same old folder and one of them died
+    in shutil.rmtree. Here the pruning is serialised, and a folder another process removed meanwhile is not an error.
+    """
+    import fcntl
+
+    with open(keep.parent / f".{keep.name}.lock", "a", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        runs = []
+        for entry in keep.iterdir():
+            try:
+                if entry.is_dir():
+                    runs.append((entry.stat().st_mtime, entry.name, entry))
+            except FileNotFoundError:
+                continue
+        for _mtime, _name, entry in sorted(runs)[:max(len(runs) - count, 0)]:
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def _unreachable_line(host: str, res: dict[str, Any], inventory: str) -> str:
@@ -172,13 +196,16 @@ def run_playbook(
         check_tags(book, tags, env)
     keep = runs_root() / book.stem
     keep.mkdir(parents=True, exist_ok=True, mode=0o700)
-    ident = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}"
+    # The process's run count too: two runs of one playbook within a second (the API) get their own folders.
+    ident = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}-{next(_RUN_NUMBERS)}"
+    # This run's folder is made by ansible-runner below: keep room for it.
+    prune_runs(keep, KEEP_RUNS - 1)
     with tempfile.TemporaryDirectory(prefix="sccnlp-runner-") as private:
         result = ansible_runner.run(
             private_data_dir=private,
             artifact_dir=str(keep),
             ident=ident,
-            rotate_artifacts=KEEP_RUNS,
+            rotate_artifacts=0,  # prune_runs above, under a lock
             playbook=str(book),
             inventory=str(inv.resolve()),
             extravars=extravars or {},

@@ -297,3 +297,31 @@ def test_artifacts_of_the_last_runs_are_kept_and_named(tmp_path: Path, monkeypat
     out = io.StringIO()
     print_summary(results[-1], out)
     assert f"\nThe run's full record (events, output): {results[-1].artifacts}\n" in out.getvalue()
+
+
+def test_pruning_keeps_the_newest_runs_and_tolerates_a_folder_already_gone(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two runs of one playbook pruning at once: the second finds a folder the first removed; neither fails."""
+    import os
+    import shutil
+
+    from sccnlp import runner
+
+    keep = tmp_path / "runs" / "site"
+    keep.mkdir(parents=True)
+    for age in range(7):
+        run = keep / f"run{age}"
+        run.mkdir()
+        (run / "stdout").write_text("x")
+        os.utime(run, (1000 + age, 1000 + age))
+    real_rmtree = shutil.rmtree
+
+    def raced_rmtree(path, *args, **kwargs):  # another process removed it a moment before
+        real_rmtree(path)
+        return real_rmtree(path, *args, **kwargs)
+
+    monkeypatch.setattr(runner.shutil, "rmtree", raced_rmtree)
+    runner.prune_runs(keep, 4)
+    assert sorted(p.name for p in keep.iterdir()) == ["run3", "run4", "run5", "run6"]
+    runner.prune_runs(keep, 4)  # nothing to do: nothing removed
+    assert sorted(p.name for p in keep.iterdir()) == ["run3", "run4", "run5", "run6"]

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -28,28 +25,30 @@ def make_port(root: Path, device: str, port: str, values: dict[str, int] | None 
     return counters
 
 
-class Traffic(threading.Thread):
-    """Advance a port's counters like hardware would: value = start + rate * elapsed, updated every 2 ms."""
+class Traffic:
+    """A port whose counters advance like hardware would (value = start + rate * elapsed) on a clock the test owns.
+
+    The monitor's `time` is replaced by this object: its sleep moves the clock and rewrites the counters, so the rates
+    the monitor computes depend on its own arithmetic only, not on how a loaded machine schedules threads.
+    """
 
     def __init__(self, counters: Path, per_second: dict[str, float], start: dict[str, int] | None = None):
-        super().__init__(daemon=True)
         self.counters, self.per_second, self.start_values = counters, per_second, start or {}
-        self.stop_event = threading.Event()
+        self.now = 1000.0
+        self.t0 = self.now
+        self.write()
 
-    def run(self) -> None:
-        t0 = time.monotonic()
-        while not self.stop_event.is_set():
-            elapsed = time.monotonic() - t0
-            for name, rate in self.per_second.items():
-                value = self.start_values.get(name, 0) + int(rate * elapsed)
-                tmp = self.counters / f".{name}.tmp"
-                tmp.write_text(f"{value}\n")
-                os.replace(tmp, self.counters / name)  # readers never see a half-written file
-            time.sleep(0.002)
+    def write(self) -> None:
+        for name, rate in self.per_second.items():
+            value = self.start_values.get(name, 0) + int(rate * (self.now - self.t0))
+            (self.counters / name).write_text(f"{value}\n")
 
-    def stop(self) -> None:
-        self.stop_event.set()
-        self.join()
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        self.write()
 
 
 @pytest.mark.parametrize(("previous", "current", "expected"), [
@@ -64,28 +63,26 @@ def test_counter_delta(previous, current, expected):
     assert rdma.counter_delta(previous, current) == expected
 
 
-def test_rates_match_the_traffic(tmp_path):
+def test_rates_match_the_traffic(tmp_path, monkeypatch):
     counters = make_port(tmp_path, "mlx5_0", "1")
     make_port(tmp_path, "mlx5_1", "1")  # idle port: zero rates
     # 10 Gbit/s out = 312.5e6 words/s; 2.5 Gbit/s in; 1e6 packets/s out, 250k packets/s in
     traffic = Traffic(counters, {"port_xmit_data": 312.5e6, "port_rcv_data": 78.125e6,
                                  "port_xmit_packets": 1e6, "port_rcv_packets": 2.5e5})
-    traffic.start()
+    monkeypatch.setattr(rdma, "time", traffic)
+    monkeypatch.setattr(reader, "time", traffic)
     out = io.StringIO()
-    try:
-        assert rdma.monitor(root=str(tmp_path), interval=0.25, count=3, as_json=True, stream=out) == 0
-    finally:
-        traffic.stop()
+    assert rdma.monitor(root=str(tmp_path), interval=0.25, count=3, as_json=True, stream=out) == 0
     rows = [json.loads(line) for line in out.getvalue().splitlines()]
     busy = [r for r in rows if r["device"] == "mlx5_0"]
     idle = [r for r in rows if r["device"] == "mlx5_1"]
     assert len(busy) == 3 and len(idle) == 3
     for row in busy:
         assert row["port"] == "1" and row["host"] == "localhost"
-        assert row["tx_gbps"] == pytest.approx(10.0, rel=0.15)
-        assert row["rx_gbps"] == pytest.approx(2.5, rel=0.15)
-        assert row["tx_pps"] == pytest.approx(1e6, rel=0.15)
-        assert row["rx_pps"] == pytest.approx(2.5e5, rel=0.15)
+        assert row["tx_gbps"] == pytest.approx(10.0, rel=1e-6)
+        assert row["rx_gbps"] == pytest.approx(2.5, rel=1e-6)
+        assert row["tx_pps"] == pytest.approx(1e6, rel=1e-6)
+        assert row["rx_pps"] == pytest.approx(2.5e5, rel=1e-6)
         assert row["notes"] == []
     assert all(r["tx_gbps"] == 0 and r["rx_pps"] == 0 for r in idle)
 

@@ -90,12 +90,18 @@ def test_the_users_exporter_is_kept_and_serves_the_collections_metric(tmp_path: 
     textfile.mkdir()
     port = exporter(textfile)
     settings = _settings(tmp_path, textfile, port)
-    first = _run(tmp_path, settings)
+    flags = Path("/etc/default/prometheus-node-exporter")
+    flags_before = flags.stat().st_mtime_ns if flags.exists() else None
+    first = _run(tmp_path, settings, "-v")
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
     # Nothing of the package path ran: no package query, no install, the service and its flags left alone.
-    assert "Read the installed version of prometheus-node-exporter" not in first.stdout
-    for task in ("Install node_exporter", "Configure node_exporter (flags", "Start node_exporter now and at boot"):
+    probe = first.stdout.split("monitoring : Read the packages, node_exporter's service and what it serves", 1)[1]
+    probe = probe.split("TASK [", 1)[0]
+    assert "metrics:" in probe and "dpkg:" not in probe and "active:" not in probe, probe[:3000]
+    for task in ("Install node_exporter", "Start node_exporter now and at boot"):
         assert _outcome(first, task) == "skipping", task
+    assert (flags.stat().st_mtime_ns if flags.exists() else None) == flags_before
+    assert str(flags) not in first.stdout
     assert (textfile / "scc_monitoring.prom").read_text().endswith(
         f'scc_monitoring_textfile_info{{directory="{textfile}"}} 1\n')
     with socket.create_connection(("127.0.0.1", port)) as sock:

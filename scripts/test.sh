@@ -78,19 +78,21 @@ stage_lint() {
 }
 
 # together CMD...: run the commands (each a bash command line) at the same time, each into its own log; print each
-# log with its exit status when all have ended; fail when any failed.
+# log with its exit status and its end (seconds after the start) when all have ended; fail when any failed.
 together() {
-  local dir i rc=0 result
+  local dir i rc=0 result t0
   local -a pids=() cmds=("$@")
   dir=$(mktemp -d)
+  t0=$(date +%s)
   for i in "${!cmds[@]}"; do
-    bash -c "${cmds[$i]}" >"$dir/$i.log" 2>&1 &
+    ( status=0; bash -c "${cmds[$i]}" || status=$?; echo $(( $(date +%s) - t0 )) >"$dir/$i.end"; exit "$status" ) \
+      >"$dir/$i.log" 2>&1 &
     pids[i]=$!
   done
   for i in "${!cmds[@]}"; do
     if wait "${pids[$i]}"; then result=ok; else result=FAILED; rc=1; fi
     cat "$dir/$i.log"
-    echo "--- ${cmds[$i]}: $result"
+    echo "--- ${cmds[$i]}: $result ($(cat "$dir/$i.end" 2>/dev/null || echo '?') s after the start)"
   done
   rm -rf "$dir"
   return "$rc"
@@ -193,24 +195,11 @@ molecule_test() {
   return "$rc"
 }
 
-# molecule_together "A B ...": run the scenarios at the same time, each into its own log; print each log with its
-# exit status when all have ended; fail when any failed.
+# molecule_together "A B ...": `molecule test` of the scenarios at the same time (together, above).
 molecule_together() {
-  local dir scenario rc=0 t0 result
-  dir=$(mktemp -d)
-  declare -A pids
-  t0=$(date +%s)
-  for scenario in $1; do
-    molecule test -s "$scenario" >"$dir/$scenario.log" 2>&1 &
-    pids[$scenario]=$!
-  done
-  for scenario in $1; do
-    if wait "${pids[$scenario]}"; then result=ok; else result=FAILED; rc=1; fi
-    cat "$dir/$scenario.log"
-    echo "--- molecule $scenario: $result ($(( $(date +%s) - t0 )) s after the start of [$1])"
-  done
-  rm -rf "$dir"
-  return "$rc"
+  local scenario cmds=()
+  for scenario in $1; do cmds+=("molecule test -s $scenario"); done
+  together "${cmds[@]}"
 }
 
 # The e2e deploy: a fresh test bed without egress, the offline bundle built into the run's own folder (nothing is reused

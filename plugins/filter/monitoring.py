@@ -28,6 +28,11 @@ def monitoring_server_problems(up, server, rules, nodes, alerts):
     return monitoring.server_problems(str(server), rules or {}, up or {}, list(nodes), list(alerts))
 
 
+def monitoring_file_differs(found, content, owner, group, mode):
+    """Whether the file node_probe looked at differs from what the role writes (text, owner, group, mode)."""
+    return monitoring.file_differs(found or {}, str(content), str(owner), str(group), str(mode))
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -35,4 +40,5 @@ class FilterModule(object):
             "monitoring_scrape_targets": monitoring_scrape_targets,
             "monitoring_exporter_problems": monitoring_exporter_problems,
             "monitoring_server_problems": monitoring_server_problems,
+            "monitoring_file_differs": monitoring_file_differs,
         }

@@ -68,7 +68,8 @@ commands:
   returned: always
   type: dict
 files:
-  description: Name to C(path), C(exists), C(isdir), C(size), C(mode), C(content) (when read), C(sha256) (when asked).
+  description: Name to C(path), C(exists), C(isdir), C(size), C(mode), C(owner), C(group) (names, else ids), C(content)
+    (when read), C(sha256) (when asked).
   returned: always
   type: dict
 globs:
@@ -82,8 +83,10 @@ mounts:
 """
 
 import glob
+import grp
 import hashlib
 import os
+import pwd
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
@@ -111,6 +114,14 @@ def _command(module, spec):
     return {"rc": rc, "stdout": out.rstrip("\n"), "stderr": err.rstrip("\n"), "stdout_lines": out.splitlines()}
 
 
+def _name(lookup, number):
+    """The user or group name of an id, else the id as text (an id without an entry)."""
+    try:
+        return lookup(number)[0]
+    except KeyError:
+        return str(number)
+
+
 def _file(spec):
     path = spec["path"]
     out = {"path": path, "exists": False, "isdir": False, "size": -1, "mode": ""}
@@ -120,7 +131,8 @@ def _file(spec):
         out["error"] = str(exc)
         return out
     out.update(exists=True, isdir=stat.S_ISDIR(info.st_mode), size=info.st_size,
-               mode="%04o" % stat.S_IMODE(info.st_mode))
+               mode="%04o" % stat.S_IMODE(info.st_mode), owner=_name(pwd.getpwuid, info.st_uid),
+               group=_name(grp.getgrgid, info.st_gid))
     if out["isdir"]:
         return out
     try:

@@ -6,6 +6,7 @@ verify steps gather them on the nodes and fail on the problems returned here).""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -186,3 +187,13 @@ def server_problems(server: str, rules: Mapping[str, Any], up: Mapping[str, Any]
                             server, ", ".join(down), ", ".join("%s=%s" % (n, state.get(n, "absent")) for n in down),
                             server))
     return problems
+
+
+def file_differs(found: Mapping[str, Any], content: str, owner: str, group: str, mode: str) -> bool:
+    """Whether a file the probe looked at (node_probe's `files` entry, with its sha256) is not the one the role
+    writes: missing, another text, owner, group or mode. The role then writes it (after promtool accepts it)."""
+    if not found.get("exists") or found.get("isdir"):
+        return True
+    want = hashlib.sha256(content.encode("utf-8", "surrogateescape")).hexdigest()
+    seen = (found.get("sha256"), found.get("owner"), found.get("group"), found.get("mode"))
+    return seen != (want, owner, group, mode)

@@ -58,8 +58,9 @@ def bundle_dir(path: str, option: str = "-e scc_bundle_dir=") -> str:
 def register(sub: argparse._SubParsersAction) -> None:
     parser = add_command(
         sub, "deploy", "take the nodes from bare to training-ready (site.yml)",
-        details="Runs playbooks/site.yml (preflight, cluster, storage, gpu_stack, runtime, monitoring, validate), or\n"
-                "one phase with --playbook, and prints a per-host summary. Tags are those of the playbook's roles\n"
+        details="Runs playbooks/site.yml (preflight, cluster, storage, gpu_stack, runtime, monitoring, validate,\n"
+                "monitoring_verify), or one phase with --playbook, and prints a per-host summary. Tags are those of\n"
+                "the playbook's roles "
                 "(`ansible-playbook --list-tags site.yml`: cluster, cpfs_client, nccl, pytorch, ...); a tag the\n"
                 "playbook does not have is refused before anything runs, with the list of its tags.",
         examples=["sccnlp deploy -i inventory/static/hosts.yml", "sccnlp deploy -i inventory/static/hosts.yml --check",

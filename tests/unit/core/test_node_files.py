@@ -4,8 +4,10 @@ nothing, folders, links, removal and local facts."""
 
 from __future__ import annotations
 
+import grp
 import json
 import os
+import pwd
 import subprocess
 import sys
 from pathlib import Path
@@ -111,6 +113,8 @@ def test_node_probe_reads_commands_files_globs_and_mounts(tmp_path: Path) -> Non
     assert probe["commands"]["slow"]["rc"] == 124 and probe["commands"]["slow"]["stderr"] == "timed out after 1s."
     assert probe["commands"]["stdin"]["stdout"] == "given"
     assert probe["files"]["a"]["content"] == "ssh-ed25519 AAAA a\n" and len(probe["files"]["a"]["sha256"]) == 64
+    assert (probe["files"]["a"]["owner"], probe["files"]["a"]["group"]) == (
+        pwd.getpwuid(os.getuid())[0], grp.getgrgid(os.getgid())[0])
     assert probe["files"]["none"]["exists"] is False
     assert [k["path"] for k in probe["globs"]["keys"]] == [str(tmp_path / "a.pub"), str(tmp_path / "b.pub")]
     assert probe["mounts"]["/"]["fstype"] and probe["mounts"][str(tmp_path)] is None

@@ -18,7 +18,8 @@ def _start(play: str, at: str) -> dict:
 def test_site_yml_is_a_chain_of_phases():
     phases = play_phases(playbook("site"))
     order = list(dict.fromkeys(phase for phase, _play in phases))
-    assert order == ["preflight", "sources", "cluster", "storage", "gpu_stack", "runtime", "monitoring", "validate"]
+    assert order == ["preflight", "sources", "cluster", "storage", "gpu_stack", "runtime", "monitoring", "validate",
+                     "monitoring_verify"]
     # every phase starts with the collection-wide settings (a phase that changes the nodes with the inventory check
     # before them), which count to it
     for phase in order:

@@ -5,6 +5,7 @@ Prometheus' rules and up answers must show (recorded from the test bed: tests/fi
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -136,3 +137,17 @@ def test_a_node_not_up_and_a_rule_not_loaded_are_named() -> None:
     problems = m.server_problems("node1", rules, up, ["node1", "node2", "node3", "node4"], ALERTS)
     assert problems[0].startswith("node1: Prometheus has not loaded the alert rules SccGpuXidSeen.")
     assert "does not scrape node2, node4 (up: node2=0, node4=absent)" in problems[1]
+
+
+def test_a_file_is_written_only_when_it_differs_in_text_owner_group_or_mode() -> None:
+    text = "groups:\n  - name: scc\n"
+    found = {"exists": True, "isdir": False, "owner": "root", "group": "root", "mode": "0644",
+             "sha256": hashlib.sha256(text.encode()).hexdigest()}
+    assert m.file_differs(found, text, "root", "root", "0644") is False
+    assert m.file_differs(found, text + "# drift\n", "root", "root", "0644") is True
+    assert m.file_differs(found, text.rstrip("\n"), "root", "root", "0644") is True   # a trailing newline counts
+    assert m.file_differs({**found, "owner": "prometheus"}, text, "root", "root", "0644") is True
+    assert m.file_differs({**found, "group": "adm"}, text, "root", "root", "0644") is True
+    assert m.file_differs({**found, "mode": "0600"}, text, "root", "root", "0644") is True
+    assert m.file_differs({"exists": False, "isdir": False, "mode": ""}, text, "root", "root", "0644") is True
+    assert m.file_differs({**found, "isdir": True}, text, "root", "root", "0644") is True

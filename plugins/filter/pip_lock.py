@@ -10,7 +10,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.scc.nlp_training.plugins.plugin_utils.data import DataFileError, load_data
-from ansible_collections.scc.nlp_training.plugins.plugin_utils.pip_lock import check_set
+from ansible_collections.scc.nlp_training.plugins.plugin_utils.pip_lock import check_set, unmet
 
 
 def pip_lock_set(set_name, specs, lock_file=""):
@@ -36,6 +36,14 @@ def pip_lock_set(set_name, specs, lock_file=""):
     return check_set(lock, set_name, list(specs))
 
 
+def pip_lock_unmet(requirements, installed):
+    """The pins of a hashed requirements file that the venv does not have at their version (empty: all there)."""
+    if not isinstance(installed, dict):
+        raise AnsibleFilterError("pip_lock_unmet expects the venv's {name: version} mapping, got %s"
+                                 % type(installed).__name__)
+    return unmet(requirements, installed)
+
+
 class FilterModule(object):
     def filters(self):
-        return {"pip_lock_set": pip_lock_set}
+        return {"pip_lock_set": pip_lock_set, "pip_lock_unmet": pip_lock_unmet}

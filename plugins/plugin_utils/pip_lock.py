@@ -72,5 +72,27 @@ def check_set(lock, set_name, specs):
     return {"ok": True, "requirements": requirements_text(pins), "error": ""}
 
 
+def unmet(requirements, installed):
+    """What a venv lacks of a requirements file written by requirements_text: `name==version` lines (with or
+    without --hash) against `installed`, {distribution name: version} as read in the venv. Returns the sorted
+    `name==version (has X)` / `name==version (missing)` entries; empty when every pin is installed at its version.
+    Names compare PEP 503-normalised, versions as written (a local label such as +cpu included); a line that is not
+    a `name==version` pin (a wheel's path) is always unmet, so its install runs."""
+    have = {normalize_name(name): str(version) for name, version in (installed or {}).items()}
+    out = []
+    for line in str(requirements or "").splitlines():
+        spec = line.split(" --hash", 1)[0].strip()
+        if not spec or spec.startswith("#"):
+            continue
+        try:
+            name, version = parse_spec(spec)
+        except ValueError:
+            out.append("%s (not a name==version pin)" % spec)
+            continue
+        if have.get(name) != version:
+            out.append("%s==%s (%s)" % (name, version, ("has %s" % have[name]) if name in have else "missing"))
+    return sorted(out)
+
+
 def _fail(message):
     return {"ok": False, "requirements": "", "error": message}

@@ -5,6 +5,8 @@ ansible-playbook run, no mocks)."""
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -52,6 +54,25 @@ def test_requirements_have_one_hash_line_per_pin() -> None:
     assert len(lines) == len(LOCK["sets"]["pytorch-cpu"]["pins"]) > 10
     assert all(len(line.split(" --hash=sha256:")[1]) == 64 for line in lines)
     assert "torch==2.13.0+cpu --hash=sha256:" in result["requirements"]
+
+
+def test_unmet_names_each_pin_the_venv_lacks_at_its_version() -> None:
+    """The judge of whether a re-run starts pip: every pin of the requirements file against the venv's versions."""
+    unmet = piplock._lockutils().unmet
+    text = piplock.check_set(LOCK, "pytorch-cpu", ["torch==2.13.0+cpu"])["requirements"]
+    pins = {p["name"]: str(p["version"]) for p in LOCK["sets"]["pytorch-cpu"]["pins"]}
+    assert unmet(text, pins) == []
+    # Names compare normalised (PyYAML / pyyaml, typing_extensions / typing-extensions), versions exactly.
+    assert unmet("PyYAML==6.0.2 --hash=sha256:" + "a" * 64 + "\n", {"pyyaml": "6.0.2"}) == []
+    assert unmet("typing_extensions==4.12.2\n", {"Typing-Extensions": "4.12.2"}) == []
+    lacking = dict(pins, torch="2.13.0")
+    del lacking["numpy"]
+    assert unmet(text, lacking) == [f"numpy=={pins['numpy']} (missing)", "torch==2.13.0+cpu (has 2.13.0)"]
+    # A line that is not a name==version pin (a wheel the role downloaded itself) always starts pip.
+    wheel = "/var/cache/scc/perseus-1.0-py3-none-any.whl --hash=sha256:" + "b" * 64
+    assert unmet(wheel + "\n", {"perseus": "1.0"}) == [
+        "/var/cache/scc/perseus-1.0-py3-none-any.whl (not a name==version pin)"]
+    assert unmet("", {}) == [] and unmet("# comment\n\n", None) == []
 
 
 @pytest.mark.parametrize(("set_name", "specs", "expected"), [
@@ -171,3 +192,81 @@ def test_a_later_set_keeps_every_earlier_pin(earlier: str, later: str) -> None:
         return {p["name"]: (p["version"], p["sha256"]) for p in LOCK["sets"][name]["pins"]}
     before, after = pins(earlier), pins(later)
     assert {k: v for k, v in before.items() if after.get(k) != v} == {}
+
+
+INSTALL_BOOK = """
+- name: One hash-checked install as the runtime roles make it
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Install the probe package
+      ansible.builtin.include_role:
+        name: scc.nlp_training.pip_lock
+        tasks_from: install
+      vars:
+        _pip_lock_name: probe
+        _pip_lock_venv: "{{ venv }}"
+        _pip_lock_lines: ["{{ line }}"]
+        _pip_lock_specs: [scc-probe==1.0]
+        _pip_lock_extra_args: [--no-index, --find-links, "{{ wheels }}"]
+"""
+
+
+def _probe_wheel(folder: Path) -> Path:
+    """A real, minimal wheel of `scc-probe 1.0` (pure Python), built here: nothing is downloaded."""
+    import zipfile
+    wheel = folder / "scc_probe-1.0-py3-none-any.whl"
+    files = {"scc_probe/__init__.py": "VALUE = 1\n",
+             "scc_probe-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: scc-probe\nVersion: 1.0\n",
+             "scc_probe-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                                              "Tag: py3-none-any\n"}
+    record = "".join(f"{name},,\n" for name in files) + "scc_probe-1.0.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, text in {**files, "scc_probe-1.0.dist-info/RECORD": record}.items():
+            archive.writestr(name, text)
+    return wheel
+
+
+def _install_run(book: Path, extra: dict[str, str]) -> tuple[str, str]:
+    """(what the pip task did: changed/ok/skipping, the recap line) of one ansible-playbook run of the book."""
+    exe = Path(sys.executable).parent / "ansible-playbook"
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=_collections_path(), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
+               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default", ANSIBLE_DISPLAY_SKIPPED_HOSTS="1")
+    proc = subprocess.run([str(exe if exe.exists() else "ansible-playbook"), str(book), "-e", json.dumps(extra)],
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    after = out.split("TASK [scc.nlp_training.pip_lock : Install hash-checked, the requirements of probe]")[1]
+    pip = after.split("\n", 1)[1].strip().split(":", 1)[0]
+    recap = next(line for line in out.splitlines() if line.startswith("localhost ") and "changed=" in line)
+    return pip, " ".join(recap.split())
+
+
+def test_install_runs_pip_only_when_the_venv_lacks_a_pin(tmp_path: Path) -> None:
+    """A real venv and a real hash-checked pip install of a wheel built here, three runs of the role's install
+    entry point: the first installs; a re-run finds the pin installed and starts no pip (changed=0); once the package
+    is uninstalled by hand, the next run sees it missing and installs it again."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    digest = hashlib.sha256(_probe_wheel(wheels).read_bytes()).hexdigest()
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    book = tmp_path / "install.yml"
+    book.write_text(INSTALL_BOOK)
+    extra = {"venv": str(venv), "wheels": str(wheels), "line": f"scc-probe==1.0 --hash=sha256:{digest}"}
+    has_probe = [str(venv / "bin" / "python"), "-c", "import scc_probe"]
+
+    pip, recap = _install_run(book, extra)
+    assert (pip, "changed=2" in recap) == ("changed", True), recap
+    assert (venv / "scc-requirements" / "probe.txt").read_text() == extra["line"] + "\n"
+    subprocess.run(has_probe, check=True, timeout=60)
+
+    pip, recap = _install_run(book, extra)
+    assert (pip, "changed=0" in recap) == ("skipping", True), recap
+
+    subprocess.run([str(venv / "bin" / "pip"), "uninstall", "-q", "-y", "scc-probe"], check=True, timeout=120)
+    assert subprocess.run(has_probe, check=False, capture_output=True, timeout=60).returncode != 0
+    pip, recap = _install_run(book, extra)
+    assert (pip, "changed=1" in recap) == ("changed", True), recap
+    subprocess.run(has_probe, check=True, timeout=60)

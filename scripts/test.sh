@@ -21,8 +21,8 @@ export PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 ANSIBLE_NOCOLOR=1
 # past lint (whose Galaxy import has a fixed 180 s ansible-lint timeout); the molecule stage waits for it, prints its
 # logs and its time, then runs MOLECULE_SCENARIOS. Naming MOLECULE_SCENARIOS runs those alone (no background group
 # unless MOLECULE_BACKGROUND is named too). molecule/cluster8 (the same cases at eight nodes) is run by name: on two
-# cores its module runs alone take longer than CI's budget holds (the molecule stage with it instead of the 3-node
-# cluster: 1,975 s against 1,220 s; docs/BENCHMARKS.md, issue 12).
+# cores it does not fit CI's budget (`molecule test` 1,151 s against the 3-node cluster's 708 s: +443 s, the test
+# command then at about 50 minutes quiet, 55 in CI; docs/BENCHMARKS.md, issue 28).
 # E2E_BESIDE (cluster by default): the scenario beside whose verify the e2e stage's deploy (`sccnlp up --offline`)
 # already runs when both stages are in the run; that verify waits on ssh, Docker and GlusterFS about 40% of its
 # 400 s (docs/BENCHMARKS.md), the deploy fills it. The e2e stage then waits for the deploy and runs the test-bed tests.

@@ -10,7 +10,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.scc.nlp_training.plugins.plugin_utils.data import DataFileError, load_data
-from ansible_collections.scc.nlp_training.plugins.plugin_utils.pip_lock import check_set, unmet
+from ansible_collections.scc.nlp_training.plugins.plugin_utils.pip_lock import check_set, read_installed, unmet
 
 
 def pip_lock_set(set_name, specs, lock_file=""):
@@ -37,9 +37,13 @@ def pip_lock_set(set_name, specs, lock_file=""):
 
 
 def pip_lock_unmet(requirements, installed):
-    """The pins of a hashed requirements file that the venv does not have at their version (empty: all there)."""
+    """The pins of a hashed requirements file that the venv does not have at their version (empty: all there).
+    installed: the venv's {name: version}, or the version read's output as printed (a JSON object); output that is
+    not one (an interpreter that printed something else) counts as an empty venv: every pin unmet, pip runs."""
+    if isinstance(installed, str):
+        installed = read_installed(installed) or {}
     if not isinstance(installed, dict):
-        raise AnsibleFilterError("pip_lock_unmet expects the venv's {name: version} mapping, got %s"
+        raise AnsibleFilterError("pip_lock_unmet expects the venv's {name: version} mapping or its JSON text, got %s"
                                  % type(installed).__name__)
     return unmet(requirements, installed)
 

@@ -9,6 +9,7 @@ file, sha256}, ...]}}, unresolved: {NAME: why}}."""
 
 from __future__ import annotations
 
+import json
 import re
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -92,6 +93,18 @@ def unmet(requirements, installed):
         if have.get(name) != version:
             out.append("%s==%s (%s)" % (name, version, ("has %s" % have[name]) if name in have else "missing"))
     return sorted(out)
+
+
+def read_installed(stdout):
+    """The venv's {distribution name: version} from the JSON object the version read prints, or None when its output
+    is not one (an interpreter that printed something else): the caller then treats every pin as unmet."""
+    try:
+        got = json.loads(str(stdout or ""))
+    except ValueError:
+        return None
+    if not isinstance(got, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in got.items()):
+        return None
+    return got
 
 
 def _fail(message):

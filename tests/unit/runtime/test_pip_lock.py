@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from sccnlp import piplock
-from sccnlp.paths import collection_root
+from sccnlp.paths import collection_module, collection_root
 from sccnlp.runner import _collections_path
 
 ROOT = collection_root()
@@ -73,6 +73,21 @@ def test_unmet_names_each_pin_the_venv_lacks_at_its_version() -> None:
     assert unmet(wheel + "\n", {"perseus": "1.0"}) == [
         "/var/cache/scc/perseus-1.0-py3-none-any.whl (not a name==version pin)"]
     assert unmet("", {}) == [] and unmet("# comment\n\n", None) == []
+
+
+@pytest.mark.parametrize(("stdout", "expected"), [
+    ('{"torch": "2.13.0+cpu", "PyYAML": "6.0.2"}', {"torch": "2.13.0+cpu", "PyYAML": "6.0.2"}),
+    ("", None),                                   # nothing printed
+    ("Python 3.6.15\n", None),                     # an interpreter that printed something else
+    ('["torch"]', None),                          # JSON, not the mapping
+    ('{"torch": 2}', None),                       # a version that is not text
+])
+def test_the_version_read_is_parsed_or_refused(stdout: str, expected: dict[str, str] | None) -> None:
+    """What the venv's version read printed: its mapping, or None (pip runs) for anything else, never an error."""
+    assert piplock._lockutils().read_installed(stdout) == expected
+    # The filter the install's condition calls takes the printed text as it is: unreadable text starts pip.
+    unmet = collection_module("plugins.filter.pip_lock").pip_lock_unmet
+    assert (unmet("torch==2.13.0+cpu\n", stdout) == []) == (expected is not None and "torch" in expected)
 
 
 @pytest.mark.parametrize(("set_name", "specs", "expected"), [

@@ -104,13 +104,14 @@ stage_sanity() {
 
 # pytest runs once per test folder, each in its own process: Ansible's plugin loader initialises once per process
 # (with the collection path of whoever comes first) and Ansible patches sys.intern, which torch.compile refuses;
-# separate processes keep the areas from leaking into each other. Counts are summed for the closing line.
+# separate processes keep the areas from leaking into each other. Counts are summed for the closing line. Each run
+# prints its five slowest tests (where the test command's time goes, in CI's own log).
 declare -i n_passed=0 n_failed=0 n_skipped=0
 run_pytest() {  # run_pytest ARGS... ; adds the counts of its closing line
   local out rc line
   out=$(mktemp)
   set +e
-  pytest -q -p no:cacheprovider "$@" 2>&1 | tee "$out"
+  pytest -q -p no:cacheprovider --durations=5 "$@" 2>&1 | tee "$out"
   rc=${PIPESTATUS[0]}
   set -e
   line=$(grep -E '^(=+ )?[0-9]+ (passed|failed|error|skipped|deselected)' "$out" | tail -1)

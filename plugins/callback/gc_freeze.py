@@ -17,7 +17,7 @@ description:
     the controller collects its own garbage once (C(gc.unfreeze()), C(gc.collect()), C(gc.freeze())), so what it
     frees is bounded by one play.
   - It changes no result, output or setting of a run; it only makes runs cheaper on the controller (an
-    idempotent re-run of site.yml on three nodes: about 9% fewer controller CPU-seconds and 6% less wall time,
+    idempotent re-run of site.yml on three nodes used about 9% fewer controller CPU-seconds and 6% less wall time,
     docs/BENCHMARKS.md).
   - The collection's C(ansible.cfg) (used from a checkout and by C(sccnlp)) and the molecule scenarios enable it; add
     it to C(callbacks_enabled) of your own C(ansible.cfg) when you run the installed collection.
